@@ -1,0 +1,113 @@
+# d2lmini: common tasks.  `make help` lists them.
+#
+# Everything runs from the virtual environment in .venv, which `make install`
+# creates; every other target installs it first when it is missing or when
+# requirements.txt or pyproject.toml changed since, so a fresh clone needs no
+# other step.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
+NB_TIMEOUT ?= 120           # seconds per notebook cell (tests and `notebooks`)
+PYTEST_ARGS ?=              # extra pytest arguments, e.g. PYTEST_ARGS="-n 2 -x"
+SPHINXOPTS ?=               # extra sphinx-build arguments, e.g. SPHINXOPTS=-W
+LAB_PORT ?= 8888
+NO_BROWSER ?=               # NO_BROWSER=1: `make lab` opens no browser
+LAB_ARGS ?=                 # extra `jupyter lab` arguments
+BENCH_ARGS ?=               # extra benchmarks/run.py arguments
+
+# Jupyter refuses to run as root unless told to.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+NO_BROWSER_FLAG := $(if $(filter 1 yes true,$(NO_BROWSER)),--no-browser)
+
+.PHONY: help install test book lab notebooks bench clean distclean
+
+help:
+	@echo "make install    create .venv with everything (tests, notebooks, book)"
+	@echo "make test       pytest tests/, then nbval over chapters/*.ipynb"
+	@echo "make book       static site in _build/html (open _build/html/index.html)"
+	@echo "make lab        JupyterLab on chapters/ (NO_BROWSER=1, LAB_PORT=8888)"
+	@echo "make notebooks  re-execute chapters/*.ipynb in place and clean them"
+	@echo "make bench      python benchmarks/run.py (installs torch 2.13.0 if it can)"
+	@echo "make clean      remove build outputs; make distclean also removes .venv"
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install -e .
+	@cd / && $(abspath $(BIN))/python -c "import importlib.util, sys; \
+	  sys.exit(importlib.util.find_spec('d2lmini') is None)" \
+	  || { echo "make install: d2lmini is not importable from .venv;" \
+	       "does d2lmini/__init__.py exist?"; exit 1; }
+	touch $@
+
+# Notebooks are checked with nbval in LAX mode (--nbval-lax): every cell must
+# run without error, but a cell's output is compared with the committed one
+# only when the cell is marked `# NBVAL_CHECK_OUTPUT` (a comment line in the
+# cell) or tagged `nbval-check-output`.  `# NBVAL_IGNORE_OUTPUT` is then
+# implied for all other cells; `# NBVAL_SKIP` skips a cell and
+# `# NBVAL_RAISES_EXCEPTION` expects an error.  --nbval-current-env runs the
+# notebooks on .venv's Python.  MPLBACKEND=Agg is set for tests/ only: the
+# notebooks keep the inline backend they have in JupyterLab.
+# An empty tests/ is skipped (pytest would exit 5); a failing test is not.
+test: $(STAMP)
+	@if [ -n "$$(find tests -name 'test_*.py' -o -name '*_test.py' 2>/dev/null)" ]; then \
+	  echo "MPLBACKEND=Agg $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/"; \
+	  MPLBACKEND=Agg $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/; \
+	else \
+	  echo "make test: no test files under tests/ yet; skipping pytest tests/"; \
+	fi
+ifneq ($(NOTEBOOKS),)
+	$(BIN)/pytest -p no:cacheprovider -q --nbval-lax --nbval-current-env \
+	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
+else
+	@echo "make test: no chapters/*.ipynb yet; skipping nbval"
+endif
+
+# Renders the committed notebook outputs; executes nothing (see chapters/conf.py).
+book: $(STAMP)
+	$(BIN)/sphinx-build -b html -d _build/doctrees $(SPHINXOPTS) chapters _build/html
+	@echo "open _build/html/index.html"
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.root_dir=chapters --port=$(strip $(LAB_PORT)) \
+	  $(ALLOW_ROOT) $(NO_BROWSER_FLAG) $(LAB_ARGS)
+
+# Re-executes every notebook in place (cells time out after NB_TIMEOUT s),
+# then strips timing metadata and widget state but keeps the outputs.
+notebooks: $(STAMP)
+ifneq ($(NOTEBOOKS),)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	  --ExecutePreprocessor.timeout=$(strip $(NB_TIMEOUT)) \
+	  --ExecutePreprocessor.kernel_name=python3 \
+	  --ExecutePreprocessor.record_timing=False $(NOTEBOOKS)
+	$(BIN)/python tools/clean_notebook.py $(NOTEBOOKS)
+else
+	@echo "make notebooks: no chapters/*.ipynb yet"
+endif
+
+# torch is only an oracle for the benchmarks.  Only 2.13.0 is ever installed
+# (here it installs from a local CPU wheel); if that fails the benchmarks run
+# without torch.
+bench: $(STAMP)
+	@$(BIN)/python -c "import torch" 2>/dev/null \
+	  || $(BIN)/python -m pip install "torch==2.13.0" \
+	  || echo "make bench: could not install torch==2.13.0; going on without it"
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf _build .pytest_cache .hypothesis build dist *.egg-info
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) \
+	  -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,89 @@
+"""Sphinx configuration for the d2lmini book.
+
+Title, author and chapter order come from ``book.yml`` at the repository root
+(the parent directory of this file).  The root toctree is not written by hand:
+a small extension below appends it to ``index.md`` when Sphinx reads that
+page, so the reading order lives in exactly one place.  Notebooks are rendered
+from their committed outputs (``make notebooks`` refreshes them); nothing is
+executed here.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import yaml
+from sphinx.util import logging
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BOOK = yaml.safe_load((ROOT / "book.yml").read_text(encoding="utf-8")) or {}
+
+project = BOOK.get("title", "d2lmini")
+author = BOOK.get("author", "The d2lmini authors")
+copyright = f"{datetime.date.today().year}, {author}"
+
+# A config value, so that editing book.yml (which changes it) makes Sphinx
+# re-read every page instead of serving a stale table of contents.
+book_chapters = [str(c) for c in BOOK.get("chapters") or []]
+
+extensions = [
+    "myst_nb",  # brings myst_parser with it; do not list both
+    "sphinx-mathjax-offline",  # bundles MathJax 3; sets mathjax_path locally
+]
+
+root_doc = "index"
+exclude_patterns = [
+    "_build",
+    "**/.ipynb_checkpoints",
+    "**/__pycache__",
+    "Thumbs.db",
+    ".DS_Store",
+]
+
+# --- notebooks and MyST -------------------------------------------------------
+nb_execution_mode = "off"  # use the outputs committed in the notebooks
+nb_ipywidgets_js = {}  # never pull require.js / widget managers from a CDN
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+# --- HTML ---------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
+html_title = project
+html_theme_options = {
+    "use_download_button": True,
+    "show_toc_level": 2,
+    "home_page_in_toc": True,
+}
+html_show_sourcelink = False
+html_last_updated_fmt = None
+
+TOC_START = "\n\n<!-- toctree generated from book.yml by chapters/conf.py -->\n"
+
+
+def _chapter_exists(srcdir: Path, stem: str) -> bool:
+    return any((srcdir / f"{stem}{ext}").is_file() for ext in (".ipynb", ".md"))
+
+
+def _append_toctree(app, docname, source):
+    if docname != app.config.root_doc:
+        return
+    log = logging.getLogger(__name__)
+    srcdir = Path(app.srcdir)
+    chapters = []
+    for stem in app.config.book_chapters:
+        if _chapter_exists(srcdir, stem):
+            chapters.append(stem)
+        else:
+            log.warning("book.yml lists chapter %r but chapters/ has no "
+                        "%s.ipynb or %s.md; leaving it out", stem, stem, stem)
+    body = "\n".join(chapters)
+    source[0] += (f"{TOC_START}\n```{{toctree}}\n:maxdepth: 1\n"
+                  f":caption: Chapters\n\n{body}\n```\n")
+
+
+def setup(app):
+    app.add_config_value("book_chapters", [], "env")
+    app.connect("source-read", _append_toctree)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,32 @@
+"""d2lmini: a small, real deep-learning framework in the image of MXNet 1.x.
+
+``import d2lmini as mx`` then ``from d2lmini import nd, autograd, gluon, d2l``
+runs the classic d2l MXNet code unchanged.
+"""
+from . import context, backend, engine
+from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
+from . import autograd
+from . import ndarray
+from . import ndarray as nd
+from .ndarray import random as _nd_random
+from .engine import waitall, EngineError, MXNetError
+
+__version__ = '0.1.0'
+__all__ = ['nd', 'ndarray', 'autograd', 'context', 'engine', 'Context', 'cpu',
+           'gpu', 'num_gpus', 'current_context', 'waitall', 'random']
+
+
+class random:                       # mx.random.seed(...), as in MXNet
+    """``mx.random.seed(n)`` seeds every context's generator."""
+    seed = staticmethod(_nd_random.seed)
+    uniform = staticmethod(_nd_random.uniform)
+    normal = staticmethod(_nd_random.normal)
+    randint = staticmethod(_nd_random.randint)
+
+
+def __getattr__(name):              # heavy submodules load on first use
+    import importlib
+    if name in ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
+                'profiler', 'initializer', 'metric'):
+        return importlib.import_module(f'.{name}', __name__)
+    raise AttributeError(f"module 'd2lmini' has no attribute {name!r}")

@@ -1,0 +1,97 @@
+"""Devices: ``cpu(i)`` and ``gpu(i)``.
+
+A :class:`Context` names a *logical device*.  Every context gets its own
+execution stream in :mod:`d2lmini.engine`, so ``cpu(0)`` and ``cpu(1)`` are two
+devices that really compute at the same time, on two cores.  That is what lets
+every multi-device chapter run on a laptop.
+
+Examples
+--------
+>>> import d2lmini as mx
+>>> mx.cpu(1)
+cpu(1)
+>>> with mx.Context(mx.cpu(1)):
+...     mx.context.current_context()
+cpu(1)
+"""
+import threading
+
+__all__ = ['Context', 'cpu', 'gpu', 'current_context', 'num_gpus']
+
+
+class Context:
+    """A device: ``device_type`` is ``'cpu'`` or ``'gpu'``, ``device_id`` an int."""
+    __slots__ = ('device_type', 'device_id', '_key', '_old')
+    _local = threading.local()
+
+    def __init__(self, device_type, device_id=0):
+        if isinstance(device_type, Context):
+            device_type, device_id = device_type.device_type, device_type.device_id
+        if device_type not in ('cpu', 'gpu', 'cpu_pinned'):
+            raise ValueError(f"unknown device type {device_type!r}: use 'cpu' or 'gpu'")
+        if not isinstance(device_id, int) or device_id < 0:
+            raise ValueError(f"device_id must be a non-negative int, got {device_id!r}")
+        if device_type == 'cpu_pinned':       # MXNet's pinned host memory: plain CPU here
+            device_type = 'cpu'
+        self.device_type = device_type
+        self.device_id = device_id
+        self._key = (device_type, device_id)
+
+    def __repr__(self):
+        return f'{self.device_type}({self.device_id})'
+
+    def __eq__(self, other):
+        return isinstance(other, Context) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __lt__(self, other):          # so lists of contexts sort: cpu(0) < cpu(1) < gpu(0)
+        return self._key < other._key
+
+    def __enter__(self):
+        self._old = current_context()
+        Context._local.ctx = self
+        return self
+
+    def __exit__(self, *exc):
+        Context._local.ctx = self._old
+        return False
+
+    def empty_cache(self):
+        """Release cached device memory (GPU only; a no-op on CPU)."""
+        from . import backend
+        backend.empty_cache(self)
+
+
+def cpu(device_id=0):
+    """The ``device_id``-th logical CPU device."""
+    return Context('cpu', device_id)
+
+
+def cpu_pinned(device_id=0):
+    return Context('cpu', device_id)
+
+
+def gpu(device_id=0):
+    """The ``device_id``-th GPU.  Using it without a GPU raises a clear error."""
+    return Context('gpu', device_id)
+
+
+def current_context():
+    """The default context: ``cpu(0)`` unless inside ``with ctx:``."""
+    return getattr(Context._local, 'ctx', None) or _DEFAULT[0]
+
+
+# The process-wide default; tests re-run the suite on GPU by swapping it.
+_DEFAULT = [Context('cpu', 0)]
+
+
+def set_default_context(ctx):
+    _DEFAULT[0] = Context(ctx)
+
+
+def num_gpus():
+    """How many GPUs CuPy can see (0 without CuPy or a GPU)."""
+    from . import backend
+    return backend.num_gpus()

@@ -1,0 +1,582 @@
+"""Locate, download and parse the Fashion-MNIST IDX files.
+
+This module is deliberately self-contained (standard library and NumPy only;
+``tqdm`` is imported lazily for the download progress bar) so that it can be
+used and tested without the rest of ``d2lmini``.  It knows nothing about
+``NDArray`` or ``Dataset``; it hands plain NumPy arrays to whoever wraps it.
+
+Where the files are looked for, in this order (see :func:`search_dirs`):
+
+1. the ``root`` argument, if given (the folder itself, then its
+   ``fashion-mnist/`` subfolder);
+2. ``$D2LMINI_DATA`` (the folder itself, then its ``fashion-mnist/``
+   subfolder);
+3. the user cache, ``$D2LMINI_HOME/data/fashion-mnist`` where
+   ``$D2LMINI_HOME`` defaults to ``~/.d2lmini`` (see :func:`cache_dir`);
+4. ``/usr/share/datasets/fashion-mnist``, where Debian's
+   ``dataset-fashion-mnist`` package installs the files.
+
+A folder counts only if it holds both files of the requested split, each
+either gzip-compressed (``train-images-idx3-ubyte.gz``) or already
+decompressed (``train-images-idx3-ubyte``).  If no folder does, the files are
+downloaded into the user cache from :data:`URL_BASE` (or from
+``$D2LMINI_FASHION_MNIST_URL``, e.g. a mirror or a ``file://`` folder).
+
+Environment variables (read only by this module, at call time):
+
+``D2LMINI_DATA``
+    A folder holding the four files (or a ``fashion-mnist/`` subfolder).
+``D2LMINI_HOME``
+    Base of the user cache; default ``~/.d2lmini``.
+``D2LMINI_FASHION_MNIST_URL``
+    Base URL to download from instead of :data:`URL_BASE`.
+
+Only downloads are checked against :data:`SHA256`.  Files found on disk are
+validated structurally by the IDX parser instead, because equally valid
+copies differ byte-wise: Debian's package rewrote the gzip headers, so all
+four of its ``.gz`` files hash differently from upstream's while holding the
+same data, and decompressed copies have no published hash at all.
+
+Examples
+--------
+>>> images, labels = load(train=False)                      # doctest: +SKIP
+>>> images.shape, images.dtype, labels[:3]                  # doctest: +SKIP
+((10000, 28, 28), dtype('uint8'), array([9, 2, 1], dtype=int32))
+>>> [TEXT_LABELS[i] for i in labels[:3]]                    # doctest: +SKIP
+['ankle boot', 'pullover', 'trouser']
+"""
+
+import gzip
+import hashlib
+import http.client
+import os
+import secrets
+import struct
+import sys
+import urllib.request
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    'FILES', 'SHA256', 'URL_BASE', 'TEXT_LABELS', 'DEBIAN_DIR',
+    'CorruptDataError', 'ChecksumMismatchError', 'DatasetNotFoundError',
+    'url_base', 'cache_dir', 'search_dirs', 'find_or_download', 'download',
+    'read_idx_images', 'read_idx_labels', 'load',
+]
+
+#: split -> (images file name, labels file name), as published upstream.
+FILES = {
+    'train': ('train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz'),
+    'test': ('t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz'),
+}
+
+#: file name -> sha256 of the upstream ``.gz`` file (zalandoresearch/fashion-mnist).
+SHA256 = {
+    'train-images-idx3-ubyte.gz':
+        '3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84',
+    'train-labels-idx1-ubyte.gz':
+        'a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845',
+    't10k-images-idx3-ubyte.gz':
+        '346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073',
+    't10k-labels-idx1-ubyte.gz':
+        '67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5',
+}
+
+#: Upstream's canonical download location.  It is plain HTTP (the S3 website
+#: endpoint offers no HTTPS); integrity comes from :data:`SHA256`.
+URL_BASE = 'http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/'
+
+#: Class names indexed by label, spelled as in the d2l book.
+TEXT_LABELS = ['t-shirt', 'trouser', 'pullover', 'dress', 'coat',
+               'sandal', 'shirt', 'sneaker', 'bag', 'ankle boot']
+
+#: Where Debian's ``dataset-fashion-mnist`` package installs the files.
+DEBIAN_DIR = Path('/usr/share/datasets/fashion-mnist')
+
+IMAGES_MAGIC = 2051  # 0x00000803: unsigned bytes, 3 dimensions
+LABELS_MAGIC = 2049  # 0x00000801: unsigned bytes, 1 dimension
+NUM_CLASSES = len(TEXT_LABELS)
+
+_GZIP_MAGIC = b'\x1f\x8b'
+_CHUNK = 1 << 16
+
+
+class CorruptDataError(ValueError):
+    """A data file exists but its contents are not what they should be."""
+
+
+class ChecksumMismatchError(CorruptDataError):
+    """A downloaded file's sha256 differs from the published one."""
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """The files are nowhere on disk and could not be downloaded."""
+
+
+def url_base():
+    """Return the base URL downloads come from.
+
+    Returns
+    -------
+    str
+        ``$D2LMINI_FASHION_MNIST_URL`` if set and non-empty, else
+        :data:`URL_BASE`; always ending in ``/``.
+
+    Examples
+    --------
+    >>> url_base()                                          # doctest: +SKIP
+    'http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/'
+    """
+    base = os.environ.get('D2LMINI_FASHION_MNIST_URL') or URL_BASE
+    return base.rstrip('/') + '/'
+
+
+def cache_dir():
+    """Return the user cache folder that downloads go to.
+
+    Returns
+    -------
+    pathlib.Path
+        ``$D2LMINI_HOME/data/fashion-mnist``, with ``$D2LMINI_HOME``
+        defaulting to ``~/.d2lmini``.  It may not exist yet.
+
+    Examples
+    --------
+    >>> cache_dir()                                         # doctest: +SKIP
+    PosixPath('/home/me/.d2lmini/data/fashion-mnist')
+    """
+    home = os.environ.get('D2LMINI_HOME')
+    base = Path(home).expanduser() if home else Path.home() / '.d2lmini'
+    return base / 'data' / 'fashion-mnist'
+
+
+def _search_places(root=None):
+    """Return ``[(folder, why it is searched), ...]`` in search order."""
+    places = []
+    if root is not None:
+        root = Path(root).expanduser()
+        places += [(root, 'root argument'),
+                   (root / 'fashion-mnist', 'root argument')]
+    env = os.environ.get('D2LMINI_DATA')
+    if env:
+        env = Path(env).expanduser()
+        places += [(env, '$D2LMINI_DATA'),
+                   (env / 'fashion-mnist', '$D2LMINI_DATA')]
+    places.append((cache_dir(), 'user cache'))
+    places.append((Path(DEBIAN_DIR), 'Debian package dataset-fashion-mnist'))
+    # The same folder can be reached twice (say $D2LMINI_DATA is the cache);
+    # searching it again would only lengthen the error message.
+    seen, unique = set(), []
+    for folder, why in places:
+        key = os.path.normpath(os.path.abspath(folder))
+        if key not in seen:
+            seen.add(key)
+            unique.append((folder, why))
+    return unique
+
+
+def search_dirs(root=None):
+    """Return the folders searched for the files, in search order.
+
+    Parameters
+    ----------
+    root : str or os.PathLike, optional
+        A folder to search before all others (it and its ``fashion-mnist/``
+        subfolder).
+
+    Returns
+    -------
+    list of pathlib.Path
+        ``root``, ``root/fashion-mnist``, ``$D2LMINI_DATA``,
+        ``$D2LMINI_DATA/fashion-mnist``, :func:`cache_dir`, then
+        :data:`DEBIAN_DIR`; unset entries and duplicates left out.  The
+        folders need not exist.
+
+    Examples
+    --------
+    >>> search_dirs('/data')                                # doctest: +SKIP
+    [PosixPath('/data'), PosixPath('/data/fashion-mnist'),
+     PosixPath('/home/me/.d2lmini/data/fashion-mnist'),
+     PosixPath('/usr/share/datasets/fashion-mnist')]
+    """
+    return [folder for folder, _ in _search_places(root)]
+
+
+def _split_files(train):
+    return FILES['train' if train else 'test']
+
+
+def _find_file(folder, gz_name):
+    """Return the compressed or decompressed copy of ``gz_name`` in ``folder``."""
+    for name in (gz_name, gz_name[:-len('.gz')]):
+        path = folder / name
+        if path.is_file():
+            return path
+    return None
+
+
+def _describe(folder, names):
+    """Say why ``folder`` did not qualify, for the not-found message."""
+    if not folder.is_dir():
+        return 'does not exist'
+    missing = [n for n in names if _find_file(folder, n) is None]
+    return 'missing ' + ' and '.join(missing)
+
+
+def find_or_download(train, root=None, download=True, *, progress=True):
+    """Return the paths of one split's images and labels files.
+
+    The folders of :func:`search_dirs` are tried in order and the first that
+    holds both files wins.  Failing that, and if ``download`` is true, the
+    missing files are downloaded into :func:`cache_dir`.
+
+    Parameters
+    ----------
+    train : bool
+        True for the 60,000 training examples, False for the 10,000 test ones.
+    root : str or os.PathLike, optional
+        A folder to search first (downloads still go to the user cache).
+    download : bool, default True
+        Whether to download when the files are not found on disk.
+    progress : bool, default True
+        Whether to show a progress bar while downloading.
+
+    Returns
+    -------
+    images_path, labels_path : pathlib.Path
+        Either may be gzip-compressed or not; the readers handle both.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        A ``FileNotFoundError`` raised when the files are not found and
+        downloading is disabled or fails.  Its message lists every folder
+        searched, the download error if any, and the ways to fix it.
+
+    Examples
+    --------
+    >>> find_or_download(train=True)                        # doctest: +SKIP
+    (PosixPath('/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz'),
+     PosixPath('/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz'))
+    """
+    names = _split_files(train)
+    places = _search_places(root)
+    for folder, _ in places:
+        found = [_find_file(folder, name) for name in names]
+        if None not in found:
+            return tuple(found)
+
+    failure = None
+    if download:
+        try:
+            return _download_split(names, progress)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            failure = exc
+
+    raise DatasetNotFoundError(
+        _not_found_message(train, names, places, download, failure)) from failure
+
+
+def _download_split(names, progress):
+    """Download whichever of ``names`` the user cache lacks; return both paths."""
+    target, base = cache_dir(), url_base()
+    for name in names:
+        # A file already in the cache is complete (downloads only ever appear
+        # there by atomic rename), so only the missing one is fetched.
+        if _find_file(target, name) is None:
+            download(base + name, target / name, SHA256[name], progress=progress)
+    return tuple(_find_file(target, name) for name in names)
+
+
+def _not_found_message(train, names, places, download, failure):
+    split = 'training' if train else 'test'
+    lines = [f'Fashion-MNIST {split} set not found: need {names[0]} and '
+             f'{names[1]} (gzip-compressed or not) in one folder.',
+             'Looked in, in this order:']
+    for i, (folder, why) in enumerate(places, 1):
+        lines.append(f'  {i}. {folder}  ({why}): {_describe(folder, names)}')
+    if not download:
+        lines.append('Downloading was not attempted (download=False).')
+    else:
+        lines.append(f'Downloading from {url_base()} into {cache_dir()} '
+                     f'failed: {type(failure).__name__}: {failure}')
+    lines += [
+        'To fix this, do one of:',
+        '  - put the files in a folder and set D2LMINI_DATA to it '
+        '(or pass root=...);',
+        '  - on Debian or Ubuntu: sudo apt-get install dataset-fashion-mnist;',
+        '  - connect to the internet and run again (downloads go to '
+        f'{cache_dir()}; set D2LMINI_FASHION_MNIST_URL to use a mirror).',
+    ]
+    return '\n'.join(lines)
+
+
+def download(url, dest_path, sha256, progress=True, timeout=30.0):
+    """Download ``url`` to ``dest_path``, verifying its sha256.
+
+    The data is streamed into a hidden temporary file next to ``dest_path``
+    and hashed on the way; only a complete file with the right hash is
+    renamed into place, atomically, so ``dest_path`` is never half-written
+    and the temporary file is removed on any failure (interrupts included).
+
+    Parameters
+    ----------
+    url : str
+        Any URL ``urllib`` can open (``http://``, ``https://``, ``file://``).
+    dest_path : str or os.PathLike
+        Where the file should end up; parent folders are created.
+    sha256 : str or None
+        Expected hex digest; None skips the check.
+    progress : bool, default True
+        Show a ``tqdm`` progress bar on stderr (silently none if ``tqdm`` is
+        not installed).
+    timeout : float, default 30.0
+        Seconds to wait for the connection and for each read.
+
+    Returns
+    -------
+    pathlib.Path
+        ``dest_path``.
+
+    Raises
+    ------
+    ChecksumMismatchError
+        The downloaded bytes hash differently; names the file and both hashes.
+    OSError, http.client.HTTPException
+        Network or disk trouble (``urllib.error.URLError`` is an ``OSError``).
+
+    Examples
+    --------
+    >>> download(url_base() + 't10k-labels-idx1-ubyte.gz',
+    ...          cache_dir() / 't10k-labels-idx1-ubyte.gz',
+    ...          SHA256['t10k-labels-idx1-ubyte.gz'])      # doctest: +SKIP
+    PosixPath('/home/me/.d2lmini/data/fashion-mnist/t10k-labels-idx1-ubyte.gz')
+    """
+    dest = Path(dest_path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # Same folder as the destination so that os.replace is an atomic rename;
+    # a random name so that concurrent downloads cannot clobber each other.
+    tmp = dest.with_name(f'.{dest.name}.{secrets.token_hex(4)}.part')
+    bar = None
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, \
+                open(tmp, 'xb') as out:
+            length = response.headers.get('Content-Length')
+            total = int(length) if length and length.isdigit() else None
+            if progress:
+                bar = _progress_bar(total, dest.name)
+            digest = hashlib.sha256()
+            received = 0
+            while True:
+                chunk = response.read(_CHUNK)
+                if not chunk:
+                    break
+                digest.update(chunk)
+                out.write(chunk)
+                received += len(chunk)
+                if bar is not None:
+                    bar.update(len(chunk))
+            if total is not None and received != total:
+                raise OSError(f'download of {url} ended after {received} of '
+                              f'{total} bytes')
+            out.flush()
+            # Without this a crash right after the rename could leave a
+            # correctly named file with missing contents.
+            os.fsync(out.fileno())
+        actual = digest.hexdigest()
+        if sha256 is not None and actual != sha256.lower():
+            raise ChecksumMismatchError(
+                f'{dest.name} downloaded from {url} has sha256 {actual}, '
+                f'expected {sha256.lower()}; the download was discarded. '
+                'The server or a proxy on the way sent different data; try '
+                'again or use another mirror (D2LMINI_FASHION_MNIST_URL).')
+        os.replace(tmp, dest)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except FileNotFoundError:
+            pass
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    return dest
+
+
+def _progress_bar(total, name):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit='B', unit_scale=True, unit_divisor=1024,
+                desc=name, file=sys.stderr)
+
+
+def _corrupt(path, problem):
+    return CorruptDataError(
+        f'{path}: {problem}. The file is damaged or not a Fashion-MNIST file '
+        '(an interrupted copy or download?); delete it and run again to '
+        're-download it, or replace it with a good copy.')
+
+
+def _read_maybe_gzip(path):
+    """Return the file's bytes, gunzipped if it starts with the gzip magic."""
+    path = Path(path)
+    with open(path, 'rb') as f:
+        if f.read(2) == _GZIP_MAGIC:
+            f.seek(0)
+            try:
+                return gzip.decompress(f.read())
+            except (EOFError, OSError, zlib.error) as exc:
+                raise _corrupt(path, f'gzip data is damaged ({exc})') from exc
+        # A bytearray lets the arrays built on it be writable without a copy.
+        f.seek(0)
+        buf = bytearray(os.fstat(f.fileno()).st_size)
+        del buf[f.readinto(buf):]
+        return buf
+
+
+def _parse_idx(path, expected_magic, what):
+    """Check an IDX file's header against its size; return (buffer, dims, offset)."""
+    data = _read_maybe_gzip(path)
+    if len(data) < 4:
+        raise _corrupt(path, f'only {len(data)} bytes, too short for an IDX header')
+    (magic,) = struct.unpack('>I', data[:4])
+    if magic != expected_magic:
+        hint = ''
+        if magic in (IMAGES_MAGIC, LABELS_MAGIC):
+            other = 'an images' if magic == IMAGES_MAGIC else 'a labels'
+            hint = f' (that is {other} file; were the files mixed up?)'
+        raise _corrupt(path, f'magic number is {magic} (0x{magic:08x}, bytes '
+                             f'{bytes(data[:4])!r}), expected {expected_magic} '
+                             f'for {what}{hint}')
+    ndim = magic & 0xFF
+    offset = 4 + 4 * ndim
+    if len(data) < offset:
+        raise _corrupt(path, f'header cut short: {len(data)} bytes, need {offset}')
+    dims = struct.unpack(f'>{ndim}I', data[4:offset])
+    expected = int(np.prod(dims, dtype=np.int64))
+    actual = len(data) - offset
+    if actual != expected:
+        shape = ' x '.join(map(str, dims))
+        problem = 'truncated' if actual < expected else 'has trailing bytes'
+        raise _corrupt(path, f'{problem}: header declares {shape} = {expected:,} '
+                             f'data bytes but {actual:,} follow')
+    return data, dims, offset
+
+
+def read_idx_images(path):
+    """Read an IDX image file (magic 2051), gzip-compressed or not.
+
+    Compression is detected from the gzip magic bytes, not the file name.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    numpy.ndarray
+        Writable ``uint8`` array of shape ``(N, rows, cols)`` with values
+        0..255; ``(N, 28, 28)`` for Fashion-MNIST.
+
+    Raises
+    ------
+    CorruptDataError
+        A ``ValueError`` naming the file and the problem: damaged gzip data,
+        wrong magic number, or a payload that disagrees with the header.
+
+    Examples
+    --------
+    >>> read_idx_images(cache_dir() / 't10k-images-idx3-ubyte.gz').shape
+    ...                                                     # doctest: +SKIP
+    (10000, 28, 28)
+    """
+    data, (n, rows, cols), offset = _parse_idx(path, IMAGES_MAGIC, 'images')
+    images = np.frombuffer(data, np.uint8, n * rows * cols, offset)
+    images = images.reshape(n, rows, cols)
+    # gunzipped data arrives as immutable bytes; callers may normalise in place.
+    return images if images.flags.writeable else images.copy()
+
+
+def read_idx_labels(path):
+    """Read an IDX label file (magic 2049), gzip-compressed or not.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int32`` array of shape ``(N,)`` (as MXNet's Gluon datasets return
+        labels); values are not range-checked here, :func:`load` does that.
+
+    Raises
+    ------
+    CorruptDataError
+        As for :func:`read_idx_images`.
+
+    Examples
+    --------
+    >>> read_idx_labels(cache_dir() / 't10k-labels-idx1-ubyte.gz')[:3]
+    ...                                                     # doctest: +SKIP
+    array([9, 2, 1], dtype=int32)
+    """
+    data, (n,), offset = _parse_idx(path, LABELS_MAGIC, 'labels')
+    return np.frombuffer(data, np.uint8, n, offset).astype(np.int32)
+
+
+def load(train, root=None, download=True, *, progress=True):
+    """Find (or download) and read one split of Fashion-MNIST.
+
+    Parameters
+    ----------
+    train : bool
+        True for the 60,000 training examples, False for the 10,000 test ones.
+    root : str or os.PathLike, optional
+        A folder to search first; see :func:`find_or_download`.
+    download : bool, default True
+        Whether to download when the files are not found on disk.
+    progress : bool, default True
+        Whether to show a progress bar while downloading.
+
+    Returns
+    -------
+    images : numpy.ndarray
+        ``uint8``, shape ``(N, 28, 28)``, values 0..255 (no channel axis).
+    labels : numpy.ndarray
+        ``int32``, shape ``(N,)``, values 0..9; see :data:`TEXT_LABELS`.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        See :func:`find_or_download`.
+    CorruptDataError
+        A file is damaged, the images are not 28 x 28, the labels are out of
+        range, or the two files hold different numbers of examples.
+
+    Examples
+    --------
+    >>> images, labels = load(train=True)                   # doctest: +SKIP
+    >>> images.shape, labels.shape, TEXT_LABELS[labels[0]]  # doctest: +SKIP
+    ((60000, 28, 28), (60000,), 'ankle boot')
+    """
+    images_path, labels_path = find_or_download(train, root, download,
+                                                progress=progress)
+    images = read_idx_images(images_path)
+    labels = read_idx_labels(labels_path)
+    if images.shape[1:] != (28, 28):
+        raise _corrupt(images_path, f'images are {images.shape[1]} x '
+                                    f'{images.shape[2]}, expected 28 x 28')
+    if len(images) != len(labels):
+        raise CorruptDataError(
+            f'{images_path} holds {len(images):,} images but {labels_path} '
+            f'holds {len(labels):,} labels; the two files do not belong '
+            'together. Delete the wrong one and run again to re-download it.')
+    if len(labels) and (labels.min() < 0 or labels.max() >= NUM_CLASSES):
+        raise _corrupt(labels_path, f'labels range over {labels.min()}..'
+                                    f'{labels.max()}, expected 0..{NUM_CLASSES - 1}')
+    return images, labels

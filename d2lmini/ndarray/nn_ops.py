@@ -1,0 +1,2 @@
+"""Neural-network operators (placeholder module; filled in by nn work)."""
+__all__ = []

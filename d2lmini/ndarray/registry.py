@@ -1,0 +1,100 @@
+"""The op table: one :class:`Op` per operator, forward and backward side by side.
+
+``forward`` works on raw backend arrays (NumPy or CuPy); ``backward`` works on
+NDArrays, so the gradient itself runs through the engine and can be recorded
+again (that is all higher-order gradients need).  ``infer`` computes the
+output's shape and dtype on the front end, before anything runs: the engine
+returns an array at once, and bad shapes fail at the line that caused them.
+
+Every op carries ``cases``: small inputs on which a test checks its gradient
+against central differences, so an op without a check fails CI.
+"""
+import functools
+
+import numpy as np
+
+OPS = {}
+
+
+class Case:
+    """Inputs for an op's gradient check: shapes (or arrays) and attributes.
+
+    ``low``/``high`` bound the random inputs (e.g. ``low=0.1`` for log);
+    ``grad`` lists which inputs to check (default: all float inputs).
+    """
+
+    def __init__(self, *shapes, low=-1.0, high=1.0, grad=None, inputs=None,
+                 **attrs):
+        self.shapes, self.low, self.high = shapes, low, high
+        self.grad, self.inputs, self.attrs = grad, inputs, attrs
+
+    def make(self, rng):
+        if self.inputs is not None:
+            return [np.array(x, dtype=np.float64) if not callable(x) else x(rng)
+                    for x in self.inputs]
+        return [rng.uniform(self.low, self.high, s) for s in self.shapes]
+
+    def __repr__(self):
+        return f'Case{self.shapes}{self.attrs}'
+
+
+class Op:
+    """Base class: subclasses define ``forward``, ``backward`` and ``infer``."""
+    name = None
+    nout = 1
+    differentiable = True
+    cases = ()
+    # Attributes a caller may pass (for clear "unknown keyword" errors); None = any.
+    params = ()
+
+    def infer(self, shapes, dtypes, **attrs):     # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, *arrays, **attrs):           # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def backward(self, ograd, inputs, output, **attrs):
+        raise NotImplementedError(f"operator '{self.name}' has no gradient")
+
+    def __repr__(self):
+        return f'<Op {self.name}>'
+
+
+def register(cls):
+    """Class decorator: instantiate the op and put it in the table."""
+    op = cls()
+    if op.name in OPS:
+        raise ValueError(f'operator {op.name!r} registered twice')
+    OPS[op.name] = op
+    return op
+
+
+# --- shape helpers shared by many ops --------------------------------------
+def broadcast_shapes(name, a, b):
+    if a == b:
+        return a
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        raise ValueError(f"operator '{name}': shapes {a} and {b} cannot be "
+                         f"broadcast together") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def result_dtype(a, b):
+    return np.result_type(a, b)
+
+
+def norm_axis(name, axis, ndim):
+    """Normalize ``axis`` (None, int or tuple) to a sorted tuple of ints."""
+    if axis is None or axis == ():
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (int(axis),)
+    out = []
+    for ax in axis:
+        if not -ndim <= ax < max(ndim, 1):
+            raise ValueError(f"operator '{name}': axis {ax} out of range for an "
+                             f"array with {ndim} dimensions")
+        out.append(ax % max(ndim, 1))
+    return tuple(sorted(set(out)))

@@ -1,0 +1,67 @@
+"""Shared fixtures.
+
+``ctx`` runs a test on ``cpu(0)`` and, when CuPy sees a GPU, again on
+``gpu(0)`` (made the default context for that run), as MXNet's test suite
+re-runs its CPU tests with a GPU default context.
+"""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import d2lmini as mx
+from d2lmini import context
+
+HAS_GPU = mx.num_gpus() > 0
+DEVICES = [mx.cpu(0), pytest.param(mx.gpu(0), marks=pytest.mark.skipif(
+    not HAS_GPU, reason='no GPU (install the [gpu] extra on a CUDA machine)'))]
+
+
+@pytest.fixture(params=DEVICES, ids=lambda c: str(c))
+def ctx(request):
+    old = context._DEFAULT[0]
+    context.set_default_context(request.param)
+    try:
+        yield request.param
+    finally:
+        mx.nd.waitall()
+        context._DEFAULT[0] = old
+
+
+@pytest.fixture(params=['threaded', 'naive'])
+def engine_kind(request):
+    """Run a test under both the asynchronous and the synchronous engine."""
+    old = mx.engine.set_engine(request.param)
+    try:
+        yield request.param
+    finally:
+        mx.engine.set_engine(old)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    mx.random.seed(42)
+    np.random.seed(42)
+    yield
+
+
+def _fashion_mnist_dir():
+    here = pathlib.Path(__file__).resolve().parent.parent
+    for d in [os.environ.get('D2LMINI_TEST_FASHION_MNIST'),
+              here.parent / 'shared' / 'data' / 'fashion-mnist',
+              here / 'shared' / 'data' / 'fashion-mnist',
+              '/usr/share/datasets/fashion-mnist']:
+        if d and (pathlib.Path(d) / 't10k-labels-idx1-ubyte.gz').exists():
+            return pathlib.Path(d)
+    return None
+
+
+FASHION_MNIST = _fashion_mnist_dir()
+
+
+@pytest.fixture
+def fashion_mnist_dir():
+    if FASHION_MNIST is None:
+        pytest.skip('the Fashion-MNIST files are not available')
+    return FASHION_MNIST
