@@ -24,9 +24,16 @@ project = BOOK.get("title", "d2lmini")
 author = BOOK.get("author", "The d2lmini authors")
 copyright = f"{datetime.date.today().year}, {author}"
 
-# A config value, so that editing book.yml (which changes it) makes Sphinx
-# re-read every page instead of serving a stale table of contents.
-book_chapters = [str(c) for c in BOOK.get("chapters") or []]
+
+def _chapter_exists(stem: str) -> bool:
+    return any((HERE / f"{stem}{ext}").is_file() for ext in (".ipynb", ".md"))
+
+
+# The table of contents: the chapters book.yml lists that exist.  It is a
+# config value, so a change to it (an edited book.yml, a chapter file that
+# appears or goes) makes Sphinx re-read every page, not serve a stale toctree.
+BOOK_CHAPTERS = [str(c) for c in BOOK.get("chapters") or []]
+book_toc = [c for c in BOOK_CHAPTERS if _chapter_exists(c)]
 
 extensions = [
     "myst_nb",  # brings myst_parser with it; do not list both
@@ -54,7 +61,7 @@ html_title = project
 html_theme_options = {
     "use_download_button": True,
     "show_toc_level": 2,
-    "home_page_in_toc": True,
+    "home_page_in_toc": False,
 }
 html_show_sourcelink = False
 html_last_updated_fmt = None
@@ -62,28 +69,19 @@ html_last_updated_fmt = None
 TOC_START = "\n\n<!-- toctree generated from book.yml by chapters/conf.py -->\n"
 
 
-def _chapter_exists(srcdir: Path, stem: str) -> bool:
-    return any((srcdir / f"{stem}{ext}").is_file() for ext in (".ipynb", ".md"))
-
-
 def _append_toctree(app, docname, source):
-    if docname != app.config.root_doc:
-        return
-    log = logging.getLogger(__name__)
-    srcdir = Path(app.srcdir)
-    chapters = []
-    for stem in app.config.book_chapters:
-        if _chapter_exists(srcdir, stem):
-            chapters.append(stem)
-        else:
-            log.warning("book.yml lists chapter %r but chapters/ has no "
-                        "%s.ipynb or %s.md; leaving it out", stem, stem, stem)
-    body = "\n".join(chapters)
-    source[0] += (f"{TOC_START}\n```{{toctree}}\n:maxdepth: 1\n"
-                  f":caption: Chapters\n\n{body}\n```\n")
+    if docname == app.config.root_doc:
+        body = "\n".join(app.config.book_toc)
+        source[0] += (f"{TOC_START}\n```{{toctree}}\n:maxdepth: 1\n"
+                      f":caption: Chapters\n\n{body}\n```\n")
 
 
 def setup(app):
-    app.add_config_value("book_chapters", [], "env")
+    app.add_config_value("book_toc", [], "env")
     app.connect("source-read", _append_toctree)
+    log = logging.getLogger(__name__)
+    for stem in BOOK_CHAPTERS:
+        if stem not in book_toc:
+            log.warning("book.yml lists chapter %r but chapters/ has no "
+                        "%s.ipynb or %s.md; leaving it out", stem, stem, stem)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

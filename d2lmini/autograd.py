@@ -174,7 +174,7 @@ def _run_backward(heads, head_grads, retain_graph, create_graph, wanted=None):
                 continue
             ograds = [_nd.zeros_like(o) if g is None else g
                       for o, g in zip(node.outputs, ograds)]
-            if len(node.outputs) == 1:
+            if getattr(node.op, 'nout', 1) == 1:    # split etc. take a list
                 igrads = node.op.backward(ograds[0], node.inputs, node.outputs[0],
                                           **node.attrs)
             else:
@@ -278,6 +278,7 @@ class _FunctionOp:
 
     def __init__(self, fn, single):
         self.fn, self.single = fn, single
+        self.nout = 1 if single else None
         self.name = type(fn).__name__
 
     def backward(self, ograds, inputs, outputs):

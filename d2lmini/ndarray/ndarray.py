@@ -103,6 +103,8 @@ def invoke(op, args, attrs=_EMPTY):
                 o._data = r
     else:
         fn = op.forward if not attrs else functools.partial(op.forward, **attrs)
+        if op.nout != 1 and len(outs) == 1:   # split(x, 1): a list of one array
+            fn = _first_of(fn)
         _run(op.name, fn, args, outs, ctx)
     if _REC[0] and op.differentiable:
         for a in args:
@@ -110,6 +112,10 @@ def invoke(op, args, attrs=_EMPTY):
                 _ag._record(op, args, outs, attrs)
                 break
     return outs[0] if op.nout == 1 else outs
+
+
+def _first_of(fn):
+    return lambda *a: fn(*a)[0]
 
 
 def _run(name, fn, args, outs, ctx, deps=None):
@@ -560,6 +566,8 @@ def _setitem_kernel(key, scalar, dst, src=None):
     v = scalar if src is None else src
     if not hasattr(dst, '__setitem__'):      # a NumPy scalar from a 0-d result
         dst = np.array(dst)
+    elif not getattr(dst.flags, 'writeable', True):
+        dst = dst.copy()                     # a broadcast view: own the buffer now
     if key is None:
         dst[...] = v
     else:
@@ -642,9 +650,11 @@ def _binary(name, lhs, rhs):
 def _copy_across(src, ctx):
     """Copy ``src`` to ``ctx`` on the destination's stream, carrying the dependency."""
     ctx = Context(ctx)
+    backend.check_context(ctx)              # clear "no GPU" error in naive mode too
     out = _make(src._shape, src._dtype, ctx)
     s = src._stream
-    deps = [(s, src._seq)] if s.done < src._seq else None
+    # On a GPU "done" only means launched: always sync on a GPU producer.
+    deps = [(s, src._seq)] if (s.done < src._seq or s.is_gpu) else None
     fn = functools.partial(backend.to_context, ctx=ctx)
     _run('copyto', fn, (src,), [out], ctx, deps)
     if out._stream is not _NAIVE:          # a later write to src waits for this read
@@ -703,7 +713,13 @@ def array(source_array, ctx=None, dtype=None):
     if backend.is_gpu_array(source_array):
         host = source_array
     else:
-        host = np.array(source_array, dtype=dtype)   # copy now: caller may mutate it
+        src = source_array if isinstance(source_array, np.ndarray) else \
+            np.asarray(source_array)
+        if src.dtype.kind in 'OUSV':         # None, strings, objects: no silent NaNs
+            raise TypeError(f'nd.array: cannot make a numeric NDArray from '
+                            f'{type(source_array).__name__} of dtype {src.dtype} '
+                            f'(got {source_array!r:.60})')
+        host = np.array(src, dtype=dtype)    # copy now: caller may mutate it
         if host.dtype == object:
             raise TypeError(f'cannot make an NDArray from {type(source_array).__name__}')
     shape = tuple(host.shape)
@@ -716,28 +732,41 @@ def array(source_array, ctx=None, dtype=None):
     return out
 
 
-def empty(shape, ctx=None, dtype=None):
+def _check_kwargs(fn, kwargs, allowed=('stype', 'name')):
+    """Reject misspelled keywords (``size=`` for ``shape=``) instead of ignoring them."""
+    bad = sorted(k for k in kwargs
+                 if k not in allowed and not (k == 'out' and kwargs[k] is None))
+    if bad:
+        raise TypeError(f'{fn}() got unexpected keyword argument(s) {bad}')
+
+
+def empty(shape, ctx=None, dtype=None, **kwargs):
+    _check_kwargs('empty', kwargs)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.empty(shape, dtype), shape, dtype, ctx, 'empty')
 
 
 def zeros(shape, ctx=None, dtype=None, **kwargs):
+    _check_kwargs('zeros', kwargs)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.zeros(shape, dtype), shape, dtype, ctx, 'zeros')
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
+    _check_kwargs('ones', kwargs)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.ones(shape, dtype), shape, dtype, ctx, 'ones')
 
 
 def full(shape, val, ctx=None, dtype=None, **kwargs):
+    _check_kwargs('full', kwargs)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.full(shape, val, dtype), shape, dtype, ctx, 'full')
 
 
 def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None, **kwargs):
     """Evenly spaced values in ``[start, stop)`` (MXNet: float32 by default)."""
+    _check_kwargs('arange', kwargs, ('stype', 'name', 'infer_range'))
     if stop is None:
         start, stop = 0, start
     ctx, dtype = _ctx(ctx), _dtype(dtype)
@@ -751,18 +780,22 @@ def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None, **kwargs)
 
 
 def zeros_like(data, **kw):
+    _check_kwargs('zeros_like', kw)
     return zeros(data.shape, data.context, data._dtype)
 
 
 def ones_like(data, **kw):
+    _check_kwargs('ones_like', kw)
     return ones(data.shape, data.context, data._dtype)
 
 
 def full_like(data, fill_value, **kw):
+    _check_kwargs('full_like', kw)
     return full(data.shape, fill_value, data.context, data._dtype)
 
 
 def empty_like(data, **kw):
+    _check_kwargs('empty_like', kw)
     return empty(data.shape, data.context, data._dtype)
 
 

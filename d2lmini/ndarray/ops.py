@@ -11,6 +11,7 @@ import numpy as np
 from .ndarray import NDArray, invoke, _binary, array, zeros, ones_like, zeros_like
 from .registry import OPS, Case, Op, register, broadcast_shapes, result_dtype, norm_axis
 from .. import backend
+from ..context import cpu
 
 
 def _xp(a):
@@ -112,7 +113,9 @@ class Copy(Unary):
 class CopyTo(Unary):
     """Gradient of a cross-device copy: copy the gradient back."""
     name = '_copyto'
-    cases = ()          # checked by tests/test_autograd.py across two devices
+    # invoke keeps one context, so this checks the rule; tests/test_autograd.py
+    # checks a real copy from cpu(0) to cpu(1).
+    cases = (Case((3, 2), ctx=cpu(0)),)
 
     def forward(self, a, ctx):     # pragma: no cover - copies use _copy_across
         return backend.to_context(a, ctx)
@@ -296,7 +299,7 @@ class Mean(Reduce):
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
         x = inputs[0]
-        n = x.size // max(1, out.size)
+        n = x.size // builtins.max(1, out.size)
         return [(self._expand(g, x, axis, keepdims) / n).broadcast_to(x.shape)]
 
 
@@ -420,13 +423,13 @@ def infer_reshape(shape, target, reverse=False):
     if -1 in out:
         rest = int(np.prod([s for s in out if s != -1], dtype=np.int64))
         if rest == 0 or size % rest:
-            raise ValueError(f'cannot reshape array of shape {tuple(shape)} into '
-                             f'{tuple(target)}')
+            raise ValueError(f"operator 'reshape': cannot reshape array of shape "
+                             f"{tuple(shape)} into {tuple(target)}")
         out[out.index(-1)] = size // rest
     out = tuple(int(s) for s in out)
     if int(np.prod(out, dtype=np.int64)) != size:
-        raise ValueError(f'cannot reshape array of shape {tuple(shape)} (size {size}) '
-                         f'into shape {out}')
+        raise ValueError(f"operator 'reshape': cannot reshape array of shape "
+                         f"{tuple(shape)} (size {size}) into shape {out}")
     return out
 
 
@@ -571,7 +574,7 @@ class Tile(Op):
 
     def infer(self, shapes, dtypes, reps):
         s = shapes[0]
-        n = max(len(s), len(reps))
+        n = builtins.max(len(s), len(reps))
         s = (1,) * (n - len(s)) + tuple(s)
         r = (1,) * (n - len(reps)) + tuple(reps)
         return tuple(a * b for a, b in zip(s, r)), dtypes[0]
@@ -638,6 +641,9 @@ class Concat(Op):
 
     def infer(self, shapes, dtypes, dim=1):
         s0 = shapes[0]
+        if not -len(s0) <= dim < len(s0):
+            raise ValueError(f"operator 'concat': dim {dim} out of range for shapes "
+                             f"{list(shapes)}")
         ax = dim % len(s0)
         for s in shapes:
             if len(s) != len(s0) or any(a != b for i, (a, b) in enumerate(zip(s, s0))
@@ -645,7 +651,7 @@ class Concat(Op):
                 raise ValueError(f"operator 'concat': shapes {list(shapes)} differ "
                                  f"outside dim {dim}")
         out = list(s0)
-        out[ax] = sum(s[ax] for s in shapes)
+        out[ax] = builtins.sum(s[ax] for s in shapes)
         return tuple(out), dtypes[0]
 
     def forward(self, *arrays, dim=1):
@@ -671,6 +677,9 @@ class Stack(Op):
         if any(s != shapes[0] for s in shapes):
             raise ValueError(f"operator 'stack': all shapes must match, got {list(shapes)}")
         s = list(shapes[0])
+        if not -len(s) - 1 <= axis <= len(s):
+            raise ValueError(f"operator 'stack': axis {axis} out of range for "
+                             f"shape {shapes[0]}")
         s.insert(axis % (len(s) + 1), len(shapes))
         return tuple(s), dtypes[0]
 
@@ -685,7 +694,7 @@ class Stack(Op):
 @register
 class Split(Op):
     name = 'split'
-    nout = None            # set per call; infer returns a list
+    nout = None            # always a list of outputs (even for num_outputs=1)
     cases = (Case((4, 6), num_outputs=2, axis=1), Case((4, 3), num_outputs=4, axis=0,
                                                         squeeze_axis=True))
 
@@ -722,13 +731,13 @@ class SliceAxis(Op):
     def infer(self, shapes, dtypes, axis, begin, end):
         s = list(shapes[0])
         n = s[axis]
-        b, e, _ = slice(begin, end).indices(n)
-        s[axis] = max(0, e - b)
+        b, e, _ = builtins.slice(begin, end).indices(n)
+        s[axis] = builtins.max(0, e - b)
         return tuple(s), dtypes[0]
 
     def forward(self, a, axis, begin, end):
-        idx = [slice(None)] * a.ndim
-        idx[axis] = slice(begin, end)
+        idx = [builtins.slice(None)] * a.ndim
+        idx[axis] = builtins.slice(begin, end)
         return a[tuple(idx)]
 
     def backward(self, g, inputs, out, axis, begin, end):
@@ -738,8 +747,8 @@ class SliceAxis(Op):
 
 
 def _axis_key(ndim, axis, begin, end):
-    idx = [slice(None)] * ndim
-    idx[axis] = slice(begin, end)
+    idx = [builtins.slice(None)] * ndim
+    idx[axis] = builtins.slice(begin, end)
     return tuple(idx)
 
 
@@ -1173,15 +1182,9 @@ def stack(*data, axis=0, **kwargs):
 
 def split(data, num_outputs, axis=1, squeeze_axis=False):
     """Split into ``num_outputs`` equal parts (a list; a single array if 1)."""
-    outs = invoke(_split_op(num_outputs), (data,),
+    outs = invoke(OPS['split'], (data,),
                   {'num_outputs': num_outputs, 'axis': axis, 'squeeze_axis': squeeze_axis})
     return outs[0] if num_outputs == 1 else outs
-
-
-def _split_op(n):
-    op = OPS['split']
-    op.nout = n
-    return op
 
 
 def slice_axis(data, axis, begin, end):

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import backend
 from ..context import Context
-from .ndarray import NDArray, _ctx, _dtype, _from_host, _shape, invoke
+from .ndarray import NDArray, _check_kwargs, _ctx, _dtype, _from_host, _shape, invoke
 from .registry import OPS
 
 __all__ = ['seed', 'normal', 'uniform', 'randint', 'randn', 'shuffle', 'generator']
@@ -20,6 +20,7 @@ def generator(ctx):
     """The random generator of ``ctx`` (created from the global seed)."""
     g = _GENS.get(ctx)
     if g is None:
+        backend.check_context(ctx)       # "no GPU: install the extra", not a crash
         s = _SEED[0]
         # Different contexts get different, reproducible streams.
         ss = None if s is None else [s, ctx.device_type == 'gpu', ctx.device_id]
@@ -41,11 +42,17 @@ def seed(seed_state, ctx='all'):
             np.random.SeedSequence(ss).generate_state(1)[0])
 
 
-def _sample(draw, shape, ctx, dtype, name):
+def _sample(draw, shape, ctx, dtype, name, out=None):
+    if out is not None:                  # MXNet's out=: fill an existing array
+        shape, ctx, dtype = out.shape, out.context, out.dtype
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     gen = generator(ctx)
-    return _from_host(lambda xp: draw(gen, shape).astype(dtype, copy=False),
-                      shape, dtype, ctx, name)
+    res = _from_host(lambda xp: draw(gen, shape).astype(dtype, copy=False),
+                     shape, dtype, ctx, name)
+    if out is not None:
+        out[:] = res
+        return out
+    return res
 
 
 def _params(*vals):
@@ -58,13 +65,17 @@ def _params(*vals):
 def uniform(low=0, high=1, shape=(1,), dtype=None, ctx=None, out=None, **kw):
     """Samples from U[low, high)."""
     _params(low, high)
-    return _sample(lambda g, s: g.uniform(low, high, s), shape, ctx, dtype, 'random_uniform')
+    _check_kwargs('uniform', kw)
+    return _sample(lambda g, s: g.uniform(low, high, s), shape, ctx, dtype,
+                   'random_uniform', out)
 
 
 def normal(loc=0, scale=1, shape=(1,), dtype=None, ctx=None, out=None, **kw):
     """Samples from N(loc, scale^2)."""
     _params(loc, scale)
-    return _sample(lambda g, s: g.normal(loc, scale, s), shape, ctx, dtype, 'random_normal')
+    _check_kwargs('normal', kw)
+    return _sample(lambda g, s: g.normal(loc, scale, s), shape, ctx, dtype,
+                   'random_normal', out)
 
 
 def randn(*shape, loc=0, scale=1, dtype=None, ctx=None):
@@ -73,11 +84,13 @@ def randn(*shape, loc=0, scale=1, dtype=None, ctx=None):
 
 def randint(low, high, shape=(1,), dtype='int32', ctx=None, out=None, **kw):
     """Integers in [low, high)."""
+    _check_kwargs('randint', kw)
     return _sample(lambda g, s: g.integers(low, high, s), shape, ctx, dtype,
-                   'random_randint')
+                   'random_randint', out)
 
 
 def exponential(scale=1, shape=(1,), dtype=None, ctx=None, **kw):
+    _check_kwargs('exponential', kw)
     return _sample(lambda g, s: g.exponential(scale, s), shape, ctx, dtype,
                    'random_exponential')
 

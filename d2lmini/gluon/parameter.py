@@ -1,0 +1,630 @@
+"""Parameters: named arrays a Block learns, with one copy per context.
+
+A :class:`Parameter` holds its data on one or more contexts (``initialize(
+ctx=[cpu(0), cpu(1)])`` puts the same initial values on both) and, unless
+``grad_req='null'``, a gradient buffer beside each copy.  Every copy is an
+autograd leaf whose gradient goes into that buffer, so after
+``loss.backward()`` a Trainer (or a hand-written SGD) reads
+``param.list_grad()``.
+
+Shapes may be partly unknown (0 dims): with ``allow_deferred_init=True`` the
+Parameter waits, after ``initialize()``, until the first forward pass tells
+its Block the input shape (*deferred initialization*).
+
+Examples
+--------
+>>> w = gluon.Parameter('w', shape=(2, 3))
+>>> w.initialize(init.One(), ctx=[mx.cpu(0), mx.cpu(1)])
+>>> w.data(mx.cpu(1)).sum().asscalar()
+6.0
+"""
+import collections
+import inspect
+import warnings
+
+import numpy as np
+
+from .. import autograd
+from .. import initializer
+from .. import ndarray as nd
+from ..context import Context, current_context
+from ..engine import MXNetError
+
+__all__ = ['DeferredInitializationError', 'Parameter', 'Constant', 'ParameterDict',
+           'tensor_types']
+
+tensor_types = (nd.NDArray,)
+
+
+class DeferredInitializationError(MXNetError):
+    """A Parameter's shape is still unknown: its data waits for the first forward."""
+
+
+def _brief(names, limit=10):
+    names = [str(n) for n in names]
+    if len(names) > limit:
+        return ', '.join(repr(n) for n in names[:limit // 2]) + ', ..., ' + \
+            ', '.join(repr(n) for n in names[-limit // 2:])
+    return ', '.join(repr(n) for n in names)
+
+
+def _shape_known(shape):
+    return shape is not None and all(d > 0 for d in shape)
+
+
+def _ctx_list(ctx):
+    if ctx is None:
+        return [current_context()]
+    if isinstance(ctx, Context):
+        return [ctx]
+    ctx = list(ctx)
+    for c in ctx:
+        if not isinstance(c, Context):
+            raise TypeError(f'ctx must be a Context or a list of Contexts, got {c!r}')
+    if not ctx:
+        raise ValueError('ctx must name at least one context')
+    if len(set(ctx)) != len(ctx):
+        raise ValueError(f'ctx lists a context twice: {ctx}')
+    return ctx
+
+
+class Parameter:
+    """A learnable array: ``Parameter(name, grad_req='write', shape=None, ...)``.
+
+    Parameters
+    ----------
+    name : str
+    grad_req : {'write', 'add', 'null'}
+        How ``backward`` updates the gradient (overwrite, accumulate, none).
+    shape : tuple of int, 0 for dimensions not known yet.
+    dtype : str or numpy dtype
+    lr_mult, wd_mult : float
+        Multipliers of the learning rate and weight decay (read by Trainer).
+    init : Initializer or str
+        This parameter's own initializer; it wins over the global one.
+    allow_deferred_init : bool
+        Allow ``initialize`` before the shape is known.
+    differentiable : bool
+        False for state such as BatchNorm's running mean (grad_req forced 'null').
+    """
+
+    def __init__(self, name, grad_req='write', shape=None, dtype='float32',
+                 lr_mult=1.0, wd_mult=1.0, init=None, allow_deferred_init=False,
+                 differentiable=True, stype='default', grad_stype='default'):
+        if stype != 'default' or grad_stype != 'default':
+            raise ValueError(f'Parameter {name!r}: only dense storage '
+                             f"(stype='default') is supported")
+        self._data = None           # list of NDArrays, one per context
+        self._grad = None
+        self._ctx_list = None
+        self._ctx_map = None        # Context -> index into _data
+        self._trainer = None
+        self._deferred_init = ()    # (init, ctx_list, default_init, data)
+        self._differentiable = differentiable
+        self._allow_deferred_init = allow_deferred_init
+        self._grad_req = None
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        self._shape = None if shape is None else tuple(int(d) for d in shape)
+        self.name = name
+        self._dtype = np.dtype(dtype).type
+        self.lr_mult = lr_mult
+        self.wd_mult = wd_mult
+        self.grad_req = grad_req
+        self.init = init
+        self._stype = stype
+
+    def __repr__(self):
+        return (f'Parameter {self.name} (shape={self.shape}, '
+                f'dtype={np.dtype(self.dtype).name})')
+
+    # --- attributes -------------------------------------------------------------------
+    @property
+    def grad_req(self):
+        return self._grad_req
+
+    @grad_req.setter
+    def grad_req(self, req):
+        if req not in ('write', 'add', 'null'):
+            raise ValueError(f"Parameter {self.name!r}: grad_req must be 'write', "
+                             f"'add' or 'null', got {req!r}")
+        if not self._differentiable:
+            req = 'null'
+        if self._grad_req == req:
+            return
+        self._grad_req = req
+        if req == 'null' and self._grad is not None:
+            self._grad = None
+            self._data = [d.detach() for d in self._data]
+        elif self._data is not None:
+            self._init_grad()
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, dtype):
+        self.cast(dtype)
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @shape.setter
+    def shape(self, new_shape):
+        new_shape = tuple(int(d) for d in new_shape)
+        if self._shape is None:
+            self._shape = new_shape
+            return
+        if len(self._shape) != len(new_shape) or not all(
+                old in (0, -1, new) for new, old in zip(new_shape, self._shape)):
+            raise ValueError(f'Parameter {self.name!r}: shape {new_shape} is '
+                             f'incompatible with its declared shape {self._shape}')
+        self._shape = new_shape
+
+    @property
+    def stype(self):
+        return self._stype
+
+    # --- data access ------------------------------------------------------------------
+    def _check_and_get(self, arr_list, ctx):
+        if arr_list is not None:
+            if ctx is list:
+                return arr_list
+            if ctx is None:
+                if len(arr_list) == 1:
+                    return arr_list[0]
+                ctx = current_context()
+            idx = self._ctx_map.get(ctx)
+            if idx is not None:
+                return arr_list[idx]
+            raise RuntimeError(
+                f'Parameter {self.name!r} was not initialized on {ctx}; it is on '
+                f'{self._ctx_list}. Initialize it there (net.initialize(ctx=...), '
+                f'or collect_params().reset_ctx(...)) or move your data with '
+                f'x.as_in_context({self._ctx_list[0]}).')
+        if self._deferred_init:
+            raise DeferredInitializationError(
+                f'Parameter {self.name!r} (shape {self.shape}) has not been '
+                f'initialized yet because its initialization was deferred: its shape '
+                f'is known only when the first batch of data has passed through '
+                f'the network. Call net(X) once before reading it, or give the '
+                f'layer its input size (in_units=..., in_channels=...).')
+        raise RuntimeError(
+            f'Parameter {self.name!r} has not been initialized. Call '
+            f'net.initialize() (or net.collect_params().initialize()) first; '
+            f'note that block.params holds only the block\'s own parameters, '
+            f'while collect_params() includes those of its children.')
+
+    def data(self, ctx=None):
+        """This parameter's array on ``ctx`` (the only copy if there is one)."""
+        return self._check_and_get(self._data, ctx)
+
+    def list_data(self):
+        """The arrays on every context, in ``list_ctx()`` order."""
+        return self._check_and_get(self._data, list)
+
+    def grad(self, ctx=None):
+        """The gradient buffer on ``ctx``."""
+        if self._data is not None and self._grad is None:
+            raise RuntimeError(f"Parameter {self.name!r} has no gradient because "
+                               f"grad_req='null'")
+        return self._check_and_get(self._grad, ctx)
+
+    def list_grad(self):
+        if self._data is not None and self._grad is None:
+            raise RuntimeError(f"Parameter {self.name!r} has no gradient because "
+                               f"grad_req='null'")
+        return self._check_and_get(self._grad, list)
+
+    def list_ctx(self):
+        """The contexts the data lives on (or will, after deferred init)."""
+        if self._data is None:
+            if self._deferred_init:
+                return list(self._deferred_init[1])
+            raise RuntimeError(f'Parameter {self.name!r} has not been initialized')
+        return list(self._ctx_list)
+
+    def zero_grad(self):
+        """Set every gradient buffer to 0."""
+        if self._grad is None:
+            return
+        for g in self._grad:
+            g[:] = 0
+
+    def set_data(self, data):
+        """Write ``data`` into every copy (or keep it for the deferred init)."""
+        self.shape = data.shape
+        if self._data is None:
+            if not self._deferred_init:
+                raise RuntimeError(f'Parameter {self.name!r} has not been '
+                                   f'initialized; call initialize() first')
+            self._deferred_init = self._deferred_init[:3] + (data,)
+            return
+        for arr in self._data:
+            arr[:] = data
+
+    # --- initialization ------------------------------------------------------------------
+    def initialize(self, init=None, ctx=None, default_init=initializer.Uniform(),
+                   force_reinit=False):
+        """Create the data on ``ctx`` (a Context or a list) using ``init``.
+
+        ``init`` falls back to the parameter's own ``init``, then to
+        ``default_init``.  Already initialized parameters are left alone (with
+        a warning) unless ``force_reinit=True``.
+        """
+        if self._data is not None and not force_reinit:
+            warnings.warn(f'Parameter {self.name!r} is already initialized, '
+                          f'ignoring. Set force_reinit=True to re-initialize.',
+                          stacklevel=2)
+            return
+        self._data = self._grad = None
+        ctx = _ctx_list(ctx)
+        if init is None:
+            init = default_init if self.init is None else self.init
+        if not _shape_known(self.shape):
+            if self._allow_deferred_init:
+                self._deferred_init = (init, ctx, default_init, None)
+                return
+            raise ValueError(f'cannot initialize Parameter {self.name!r}: its shape '
+                             f'{self.shape} is not fully known')
+        self._deferred_init = (init, ctx, default_init, None)
+        self._finish_deferred_init()
+
+    def _finish_deferred_init(self):
+        """Initialize now that the shape is known (called on the first forward)."""
+        if not self._deferred_init:
+            return
+        init, ctx, default_init, data = self._deferred_init
+        if not _shape_known(self.shape):
+            raise MXNetError(
+                f'cannot infer the shape of Parameter {self.name!r}: it is still '
+                f'{self.shape}. Give it a full shape, or make its Block infer it '
+                f'from the input (override HybridBlock.infer_shape(self, x, ...)).')
+        self._deferred_init = ()
+        with autograd.pause():
+            if data is None:
+                # One draw on the first context, copied to the others: every
+                # device starts from the same values.
+                data = nd.zeros(self.shape, ctx=ctx[0], dtype=self.dtype)
+                initializer.create(default_init)(
+                    initializer.InitDesc(self.name, {'__init__': init}), data)
+            self._init_impl(data, ctx)
+
+    def _init_impl(self, data, ctx_list):
+        self._ctx_list = list(ctx_list)
+        self._ctx_map = {c: i for i, c in enumerate(self._ctx_list)}
+        with autograd.pause():      # a fresh buffer per context, never an alias
+            self._data = [data.copyto(c).astype(self.dtype, copy=False)
+                          for c in self._ctx_list]
+        self._init_grad()
+
+    def _init_grad(self):
+        if self.grad_req == 'null':
+            self._grad = None
+            return
+        self._grad = [nd.zeros(d.shape, ctx=d.context, dtype=d.dtype)
+                      for d in self._data]
+        autograd.mark_variables(self._data, self._grad, self.grad_req)
+
+    def _reduce(self):
+        """One array holding the average over the contexts (for saving)."""
+        data = self.list_data()
+        c0 = data[0].context
+        if len(data) == 1:
+            return data[0].copy()
+        total = data[0].astype('float64')
+        for d in data[1:]:
+            total = total + d.as_in_context(c0).astype('float64')
+        return (total / len(data)).astype(self.dtype)
+
+    def _load_init(self, data, ctx, cast_dtype=False):
+        """Take ``data`` (from a file) as this parameter's value."""
+        self.shape = data.shape     # checks it against the declared shape
+        if np.dtype(data.dtype) != np.dtype(self.dtype):
+            if not cast_dtype:
+                raise ValueError(f'Parameter {self.name!r}: the file holds '
+                                 f'{np.dtype(data.dtype).name} but the parameter is '
+                                 f'{np.dtype(self.dtype).name}; pass cast_dtype=True')
+            data = data.astype(self.dtype)
+        if ctx is not None:
+            ctx = _ctx_list(ctx)
+        if self._data is None:
+            if self._deferred_init:
+                if ctx is not None and set(ctx) != set(self._deferred_init[1]):
+                    raise ValueError(f'cannot load Parameter {self.name!r} on {ctx}: '
+                                     f'it was initialized on {self._deferred_init[1]}')
+                ctx = self._deferred_init[1]
+            elif ctx is None:
+                ctx = [current_context()]
+            self._init_impl(data, ctx)
+        else:
+            if ctx is not None and set(ctx) != set(self.list_ctx()):
+                raise ValueError(f'cannot load Parameter {self.name!r} on {ctx}: it '
+                                 f'was initialized on {self.list_ctx()}')
+            self.set_data(data)
+        self._deferred_init = ()
+
+    def reset_ctx(self, ctx):
+        """Move the data (keeping its values) to ``ctx`` (a Context or a list)."""
+        ctx = _ctx_list(ctx)
+        if self._data:
+            data = self._reduce()
+            self._init_impl(data, ctx)
+        elif self._deferred_init:
+            init, _, default_init, data = self._deferred_init
+            self._deferred_init = (init, ctx, default_init, data)
+        else:
+            raise ValueError(f'cannot reset the context of Parameter {self.name!r}: '
+                             f'it has not been initialized')
+
+    def cast(self, dtype):
+        """Convert data and gradients to ``dtype``."""
+        self._dtype = np.dtype(dtype).type
+        if self._data is None:
+            return
+        with autograd.pause():
+            self._data = [d.astype(dtype) for d in self._data]
+        self._init_grad()
+
+    def _set_trainer(self, trainer):
+        self._trainer = trainer
+
+    def var(self):
+        raise NotImplementedError('d2lmini has no symbolic API; use data()')
+
+
+_PARAMETER_KWARGS = frozenset(inspect.signature(Parameter.__init__).parameters) - {
+    'self', 'name'}
+
+
+class Constant(Parameter):
+    """A Parameter that never learns (``grad_req='null'``), holding ``value``.
+
+    >>> c = gluon.Constant('c', nd.ones((2, 2)))        # doctest: +SKIP
+    """
+
+    def __init__(self, name, value):
+        if not isinstance(value, nd.NDArray):
+            value = nd.array(np.asarray(value))
+        self.value = value
+        super().__init__(name, grad_req='null', shape=value.shape,
+                         dtype=value.dtype, init=initializer.Constant(value))
+
+    def __repr__(self):
+        return (f'Constant {self.name} (shape={self.shape}, '
+                f'dtype={np.dtype(self.dtype).name})')
+
+    @property
+    def grad_req(self):
+        return 'null'
+
+    @grad_req.setter
+    def grad_req(self, req):
+        if req != 'null':
+            warnings.warn(f'Constant {self.name!r} does not support '
+                          f'grad_req={req!r}; it stays "null"', stacklevel=2)
+        self._grad_req = 'null'
+
+
+class ParameterDict:
+    """An ordered dict name -> :class:`Parameter`, with a name ``prefix``.
+
+    ``get(name, ...)`` creates ``prefix + name`` (or returns the existing or
+    shared one); ``initialize``, ``zero_grad``, ``reset_ctx`` and ``setattr``
+    apply to every parameter in it.
+    """
+
+    def __init__(self, prefix='', shared=None):
+        self._prefix = prefix
+        self._params = collections.OrderedDict()
+        self._shared = shared
+
+    def __repr__(self):
+        name = self._prefix + ' ' if self._prefix else ''
+        body = '\n'.join(f'  {v}' for v in self.values())
+        return f'{name}(\n{body}\n)'
+
+    def __getitem__(self, key):
+        try:
+            return self._params[key]
+        except KeyError:
+            raise KeyError(f'no parameter {key!r}; the dict holds '
+                           f'{_brief(self._params)}') from None
+
+    def __iter__(self):
+        return iter(self._params)
+
+    def __len__(self):
+        return len(self._params)
+
+    def __contains__(self, key):
+        return key in self._params
+
+    def items(self):
+        return self._params.items()
+
+    def keys(self):
+        return self._params.keys()
+
+    def values(self):
+        return self._params.values()
+
+    @property
+    def prefix(self):
+        return self._prefix
+
+    def _get_impl(self, name):
+        if name in self._params:
+            return self._params[name]
+        if self._shared is not None and name in self._shared._params:
+            self._params[name] = self._shared._params[name]
+            return self._params[name]
+        return None
+
+    def get(self, name, **kwargs):
+        """The Parameter ``prefix + name``: found (here or shared) or created.
+
+        Attributes in ``kwargs`` must agree with an existing parameter's;
+        unknown (0) dimensions of its shape are filled in.
+        """
+        bad = sorted(set(kwargs) - _PARAMETER_KWARGS)
+        if bad:
+            raise TypeError(f'ParameterDict.get({name!r}): unknown argument(s) {bad}; '
+                            f'a Parameter takes {sorted(_PARAMETER_KWARGS)}')
+        name = self._prefix + name
+        param = self._get_impl(name)
+        if param is None:
+            param = Parameter(name, **kwargs)
+            self._params[name] = param
+            return param
+        for k, v in kwargs.items():
+            if k in ('allow_deferred_init', 'differentiable', 'stype', 'grad_stype'):
+                continue            # fixed when the Parameter was created
+            existing = getattr(param, k, None)
+            if existing is None:
+                setattr(param, k, v)
+                continue
+            if k == 'shape':
+                v = (v,) if isinstance(v, int) else tuple(v)
+                if len(v) == len(existing) and all(
+                        a == b or a <= 0 or b <= 0 for a, b in zip(v, existing)):
+                    param._shape = tuple(b if a <= 0 else a for a, b in zip(v, existing))
+                    continue
+            elif k == 'dtype' and np.dtype(v) == np.dtype(existing):
+                continue
+            if v is not None and v != existing:
+                raise ValueError(f'cannot retrieve Parameter {name!r}: {k}={v!r} was '
+                                 f'asked but the stored one has {k}={existing!r}')
+        return param
+
+    def get_constant(self, name, value=None):
+        """The Constant ``prefix + name`` (created from ``value`` if new)."""
+        name = self._prefix + name
+        param = self._get_impl(name)
+        if param is None:
+            if value is None:
+                raise KeyError(f'no constant {name!r}; give a value to create it')
+            param = Constant(name, value)
+            self._params[name] = param
+        elif value is not None:
+            if not isinstance(param, Constant):
+                raise TypeError(f'{name!r} is a Parameter, not a Constant')
+        return param
+
+    def update(self, other):
+        """Add ``other``'s parameters; a name may not map to two different ones."""
+        for k, v in other.items():
+            if k in self._params and self._params[k] is not v:
+                raise ValueError(f'cannot update: two different Parameters are named '
+                                 f'{k!r}')
+        for k, v in other.items():
+            self._params[k] = v
+
+    def initialize(self, init=initializer.Uniform(), ctx=None, verbose=False,
+                   force_reinit=False):
+        """Initialize every parameter (each one's own ``init`` wins over ``init``)."""
+        init = initializer.create(init)
+        if verbose:
+            init.set_verbosity(verbose=verbose)
+        for v in self.values():
+            v.initialize(None, ctx, init, force_reinit=force_reinit)
+
+    def zero_grad(self):
+        for v in self.values():
+            v.zero_grad()
+
+    def reset_ctx(self, ctx):
+        for v in self.values():
+            v.reset_ctx(ctx)
+
+    def list_ctx(self):
+        out = []
+        for v in self.values():
+            out.extend(c for c in v.list_ctx() if c not in out)
+        return out
+
+    def setattr(self, name, value):
+        """``setattr(p, name, value)`` for every parameter, e.g. grad_req."""
+        for v in self.values():
+            setattr(v, name, value)
+
+    def save(self, filename, strip_prefix=''):
+        """Save the values under their full names (less ``strip_prefix``)."""
+        arrays = {}
+        for p in self.values():
+            if not p.name.startswith(strip_prefix):
+                raise ValueError(f'cannot strip prefix {strip_prefix!r} from '
+                                 f'parameter {p.name!r}')
+            arrays[p.name[len(strip_prefix):]] = p._reduce()
+        nd.save(filename, arrays)
+
+    def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+             restore_prefix='', cast_dtype=False):
+        """Load what :meth:`save` wrote (names get ``restore_prefix`` back)."""
+        for name in self.keys():
+            if not name.startswith(restore_prefix):
+                raise ValueError(f'restore_prefix {restore_prefix!r} does not match '
+                                 f'parameter {name!r}')
+        loaded = {restore_prefix + (k[4:] if k.startswith(('arg:', 'aux:')) else k): v
+                  for k, v in _load_dict(filename).items()}
+        load_checked(loaded, dict(self.items()), filename, ctx, allow_missing,
+                     ignore_extra, cast_dtype)
+
+
+def _load_dict(filename):
+    loaded = nd.load(filename)
+    if not isinstance(loaded, dict):
+        raise ValueError(f'{filename}: holds a list of arrays, not named parameters')
+    return loaded
+
+
+def load_checked(loaded, params, source, ctx=None, allow_missing=False,
+                 ignore_extra=False, cast_dtype=False):
+    """Load ``loaded`` (name -> NDArray) into ``params`` (name -> Parameter).
+
+    Everything is checked first and all problems are reported together
+    (missing names, extra names, shape and dtype mismatches); nothing is
+    changed unless the whole file fits.  A Parameter listed under several
+    names (shared) counts as present if any of them is in the file.
+    """
+    names_of = collections.defaultdict(list)
+    for k, p in params.items():
+        names_of[id(p)].append(k)
+    missing = [k for k, p in params.items()
+               if not any(n in loaded for n in names_of[id(p)])]
+    extra = [k for k in loaded if k not in params]
+    shapes, dtypes = [], []
+    for k, arr in loaded.items():
+        p = params.get(k)
+        if p is None:
+            continue
+        want = p.shape
+        if want and not (len(want) == len(arr.shape) and all(
+                w <= 0 or w == a for w, a in zip(want, arr.shape))):
+            shapes.append(f'{k}: model {want} vs file {tuple(arr.shape)}')
+        if not cast_dtype and np.dtype(arr.dtype) != np.dtype(p.dtype):
+            dtypes.append(f'{k}: model {np.dtype(p.dtype).name} vs file '
+                          f'{np.dtype(arr.dtype).name}')
+    problems = []
+    if missing and not allow_missing:
+        problems.append(f'missing from the file: {_brief(missing)} '
+                        f'(allow_missing=True keeps their current values)')
+    if extra and not ignore_extra:
+        problems.append(f'in the file but not in the model: {_brief(extra)} '
+                        f'(ignore_extra=True skips them)')
+    if shapes:
+        problems.append('shape mismatches: ' + '; '.join(shapes))
+    if dtypes:
+        problems.append('dtype mismatches: ' + '; '.join(dtypes) +
+                        ' (cast_dtype=True converts)')
+    if problems:
+        raise ValueError(f"cannot load parameters from '{source}':\n  - " +
+                         '\n  - '.join(problems) +
+                         f'\n  the model has {_brief(params)}; the file has '
+                         f'{_brief(loaded)}')
+    for k, arr in loaded.items():
+        if k in params:
+            params[k]._load_init(arr, ctx, cast_dtype=cast_dtype)
+

@@ -1,0 +1,365 @@
+"""Weight initializers (``mx.init``): how a Parameter gets its first values.
+
+As in MXNet 1.x, Gluon hands every Parameter to its initializer's
+``_init_weight(name, arr)``, which fills ``arr`` in place.  A Parameter's own
+``init`` (e.g. Dense's ``bias_initializer='zeros'``) wins over the one given
+to ``net.initialize(...)``; that is why biases start at zero whatever the
+global initializer.  Random initializers draw from d2lmini's per-context
+generator, so ``mx.random.seed(n)`` makes initialization reproducible.
+
+Examples
+--------
+>>> net.initialize(init.Xavier())                       # doctest: +SKIP
+>>> class MyInit(init.Initializer):                     # doctest: +SKIP
+...     def _init_weight(self, name, data):
+...         data[:] = nd.random.uniform(-10, 10, shape=data.shape)
+"""
+import json
+
+import numpy as np
+
+__all__ = ['InitDesc', 'Initializer', 'register', 'alias', 'create', 'Zero', 'One',
+           'Constant', 'Uniform', 'Normal', 'Xavier', 'MSRAPrelu', 'Orthogonal',
+           'Mixed', 'Load']
+
+_REGISTRY = {}
+
+
+def register(klass):
+    """Class decorator: make ``klass`` creatable by its lower-case name."""
+    _REGISTRY[klass.__name__.lower()] = klass
+    return klass
+
+
+def alias(*aliases):
+    """Class decorator: more names under which :func:`create` finds a class."""
+    def reg(klass):
+        for a in aliases:
+            _REGISTRY[a.lower()] = klass
+        return klass
+    return reg
+
+
+def create(init, **kwargs):
+    """An Initializer from an instance, a class, or a name like ``'xavier'``."""
+    if isinstance(init, Initializer):
+        return init
+    if isinstance(init, type) and issubclass(init, Initializer):
+        return init(**kwargs)
+    if isinstance(init, str):
+        if init.startswith('['):                  # the dumps() format
+            name, kw = json.loads(init)
+            return create(name, **kw)
+        klass = _REGISTRY.get(init.lower())
+        if klass is None:
+            raise ValueError(f'unknown initializer {init!r}; known names: '
+                             f'{sorted(_REGISTRY)}')
+        return klass(**kwargs)
+    raise TypeError(f'an initializer must be an Initializer, its class or its '
+                    f'name, got {type(init).__name__}')
+
+
+class InitDesc(str):
+    """A parameter's name (a ``str``) carrying ``attrs`` and the global initializer."""
+
+    def __new__(cls, name, attrs=None, global_init=None):
+        ret = super().__new__(cls, name)
+        ret.attrs = attrs or {}
+        ret.global_init = global_init
+        return ret
+
+
+class Initializer:
+    """Base class: subclasses override ``_init_weight(name, arr)``.
+
+    ``__call__(desc, arr)`` fills NDArray ``arr`` in place.  If ``desc`` carries
+    an ``'__init__'`` attribute (Gluon always sets it to the Parameter's chosen
+    initializer) that initializer's ``_init_weight`` runs; otherwise the name
+    decides, MXNet's way: ``*weight`` -> ``_init_weight``, ``*bias``/``*beta``/
+    ``*running_mean`` -> 0, ``*gamma``/``*running_var`` -> 1.
+    """
+
+    def __init__(self, **kwargs):
+        self._kwargs = kwargs
+        self._verbose = False
+        self._print_func = None
+
+    def set_verbosity(self, verbose=False, print_func=None):
+        """Print a summary of every initialized array (``print_func(arr)``)."""
+        self._verbose = verbose
+        self._print_func = print_func or (
+            lambda x: f'{float(np.linalg.norm(x.asnumpy()) / np.sqrt(max(x.size, 1))):.3g}')
+        return self
+
+    def _verbose_print(self, desc, init, arr):
+        if self._verbose and self._print_func:
+            print(f'Initialized {desc} as {init}: {self._print_func(arr)}')
+
+    def dumps(self):
+        """``'["name", {kwargs}]'``: what :func:`create` reads back."""
+        return json.dumps([type(self).__name__.lower(), self._kwargs])
+
+    def __repr__(self):
+        args = ', '.join(f'{k}={v!r}' for k, v in self._kwargs.items())
+        return f'{type(self).__name__}({args})'
+
+    def __call__(self, desc, arr):
+        if not isinstance(desc, InitDesc):
+            desc = InitDesc(str(desc))
+        if desc.global_init is None:
+            desc.global_init = self
+        init = desc.attrs.get('__init__')
+        if init:
+            init = create(init)
+            init._init_weight(desc, arr)
+            self._verbose_print(desc, init, arr)
+            return
+        name = str(desc)
+        if name.endswith('weight'):
+            self._init_weight(desc, arr)
+        elif name.endswith(('bias', 'beta', 'running_mean', 'moving_mean', 'min')):
+            self._init_zero(desc, arr)
+        elif name.endswith(('gamma', 'running_var', 'moving_var', 'max')):
+            self._init_one(desc, arr)
+        else:
+            self._init_default(desc, arr)
+        self._verbose_print(desc, self, arr)
+
+    # --- fillers subclasses may override -----------------------------------------
+    def _init_weight(self, name, arr):
+        raise NotImplementedError(
+            f'{type(self).__name__} must override _init_weight(self, name, arr)')
+
+    def _init_bias(self, name, arr):
+        self._init_zero(name, arr)
+
+    def _init_gamma(self, name, arr):
+        self._init_one(name, arr)
+
+    def _init_beta(self, name, arr):
+        self._init_zero(name, arr)
+
+    @staticmethod
+    def _init_zero(_, arr):
+        arr[:] = 0.0
+
+    @staticmethod
+    def _init_one(_, arr):
+        arr[:] = 1.0
+
+    def _init_default(self, name, arr):
+        raise ValueError(
+            f"don't know how to initialize {name!r}: names ending in 'weight', "
+            f"'bias', 'gamma' or 'beta' have defaults; give the Parameter an init=")
+
+
+def _fill(arr, sample):
+    """Write ``sample`` (drawn on ``arr``'s context) into ``arr``."""
+    arr[:] = sample
+
+
+def _random():
+    from .ndarray import random   # late: the ndarray package imports lots
+    return random
+
+
+@register
+@alias('zeros')
+class Zero(Initializer):
+    """All zeros."""
+
+    def _init_weight(self, _, arr):
+        arr[:] = 0.0
+
+
+@register
+@alias('ones')
+class One(Initializer):
+    """All ones."""
+
+    def _init_weight(self, _, arr):
+        arr[:] = 1.0
+
+
+@register
+class Constant(Initializer):
+    """Every element ``value`` (a number, or an array of ``arr``'s shape)."""
+
+    def __init__(self, value):
+        kw = {'value': value if np.isscalar(value) else 'array'}
+        super().__init__(**kw)
+        self.value = value
+
+    def _init_weight(self, _, arr):
+        from .ndarray import NDArray, array
+        v = self.value
+        if not np.isscalar(v):
+            v = v if isinstance(v, NDArray) else array(np.asarray(v), ctx=arr.context)
+            if v.shape != arr.shape:
+                raise ValueError(f'init.Constant: value of shape {v.shape} cannot '
+                                 f'initialize a parameter of shape {arr.shape}')
+        arr[:] = v
+
+
+@register
+class Uniform(Initializer):
+    """Samples from U(-scale, scale)."""
+
+    def __init__(self, scale=0.07):
+        super().__init__(scale=scale)
+        self.scale = scale
+
+    def _init_weight(self, _, arr):
+        _fill(arr, _random().uniform(-self.scale, self.scale, shape=arr.shape,
+                                     ctx=arr.context, dtype=arr.dtype))
+
+
+@register
+class Normal(Initializer):
+    """Samples from N(0, sigma^2)."""
+
+    def __init__(self, sigma=0.01):
+        super().__init__(sigma=sigma)
+        self.sigma = sigma
+
+    def _init_weight(self, _, arr):
+        _fill(arr, _random().normal(0, self.sigma, shape=arr.shape,
+                                    ctx=arr.context, dtype=arr.dtype))
+
+
+def _fans(name, shape):
+    if len(shape) < 2:
+        raise ValueError(f'cannot apply Xavier-style initialization to {name!r} of '
+                         f'shape {shape}: it needs at least 2 dimensions (give 1-D '
+                         f'parameters their own init=, e.g. init.Zero())')
+    hw = float(np.prod(shape[2:])) if len(shape) > 2 else 1.0
+    return shape[1] * hw, shape[0] * hw
+
+
+@register
+class Xavier(Initializer):
+    """Glorot/Xavier: scale = sqrt(magnitude / fan) with fan = avg/in/out.
+
+    ``rnd_type='uniform'`` samples U(-scale, scale); ``'gaussian'`` N(0, scale^2).
+    For a (out, in, kh, kw) weight, fan_in = in*kh*kw and fan_out = out*kh*kw.
+    """
+
+    def __init__(self, rnd_type='uniform', factor_type='avg', magnitude=3):
+        super().__init__(rnd_type=rnd_type, factor_type=factor_type,
+                         magnitude=magnitude)
+        if rnd_type not in ('uniform', 'gaussian'):
+            raise ValueError(f"Xavier: rnd_type must be 'uniform' or 'gaussian', "
+                             f"got {rnd_type!r}")
+        if factor_type not in ('avg', 'in', 'out'):
+            raise ValueError(f"Xavier: factor_type must be 'avg', 'in' or 'out', "
+                             f"got {factor_type!r}")
+        self.rnd_type, self.factor_type = rnd_type, factor_type
+        self.magnitude = float(magnitude)
+
+    def _init_weight(self, name, arr):
+        fan_in, fan_out = _fans(name, arr.shape)
+        factor = {'avg': (fan_in + fan_out) / 2.0, 'in': fan_in,
+                  'out': fan_out}[self.factor_type]
+        scale = float(np.sqrt(self.magnitude / factor))
+        rnd = _random()
+        if self.rnd_type == 'uniform':
+            s = rnd.uniform(-scale, scale, shape=arr.shape, ctx=arr.context,
+                            dtype=arr.dtype)
+        else:
+            s = rnd.normal(0, scale, shape=arr.shape, ctx=arr.context, dtype=arr.dtype)
+        _fill(arr, s)
+
+
+@register
+class MSRAPrelu(Xavier):
+    """He/Kaiming initialization for (P)ReLU nets: gaussian, magnitude 2/(1+slope^2)."""
+
+    def __init__(self, factor_type='avg', slope=0.25):
+        super().__init__('gaussian', factor_type, 2.0 / (1 + slope ** 2))
+        self._kwargs = {'factor_type': factor_type, 'slope': slope}
+
+
+@register
+class Orthogonal(Initializer):
+    """A (scaled) random orthogonal matrix, from the SVD of a random one."""
+
+    def __init__(self, scale=1.414, rand_type='uniform'):
+        super().__init__(scale=scale, rand_type=rand_type)
+        self.scale, self.rand_type = scale, rand_type
+
+    def _init_weight(self, _, arr):
+        nout = arr.shape[0]
+        nin = int(np.prod(arr.shape[1:]))
+        rnd = _random()
+        if self.rand_type == 'uniform':
+            tmp = rnd.uniform(-1.0, 1.0, shape=(nout, nin), ctx=arr.context)
+        else:
+            tmp = rnd.normal(0.0, 1.0, shape=(nout, nin), ctx=arr.context)
+        u, _, v = np.linalg.svd(tmp.asnumpy(), full_matrices=False)
+        q = u if u.shape == (nout, nin) else v
+        arr[:] = (self.scale * q).reshape(arr.shape)
+
+
+class _Dispatcher(Initializer):
+    """An initializer that chooses per parameter name (Mixed, Load).
+
+    A Parameter's own ``init`` still wins; otherwise ``_init_weight`` sees
+    every parameter, whatever its name.
+    """
+
+    def __call__(self, desc, arr):
+        init = getattr(desc, 'attrs', {}).get('__init__')
+        init = create(init) if init else self
+        if init is self:
+            self._init_weight(desc, arr)
+        else:
+            init._init_weight(desc, arr)
+
+
+@register
+class Mixed(_Dispatcher):
+    """Pick the initializer by the first regex in ``patterns`` matching the name."""
+
+    def __init__(self, patterns, initializers):
+        super().__init__()
+        import re
+        if len(patterns) != len(initializers):
+            raise ValueError('Mixed: patterns and initializers differ in length')
+        self.map = [(re.compile(p), create(i)) for p, i in zip(patterns, initializers)]
+
+    def _init_weight(self, name, arr):
+        for prog, init in self.map:
+            if prog.match(str(name)):
+                init(InitDesc(str(name)), arr)
+                return
+        raise ValueError(f'Mixed: no pattern matches {str(name)!r}; add a ".*" '
+                         f'pattern as a default')
+
+
+@register
+class Load(_Dispatcher):
+    """Initialize from a dict name -> array (or an ``nd.save`` file)."""
+
+    def __init__(self, param, default_init=None, verbose=False):
+        super().__init__()
+        if isinstance(param, str):
+            from .ndarray import load
+            param = load(param)
+        self.param = {k[4:] if k.startswith(('arg:', 'aux:')) else k: v
+                      for k, v in param.items()}
+        self.default_init = default_init
+        self._verbose = verbose
+
+    def _init_weight(self, name, arr):
+        name = str(name)
+        if name in self.param:
+            src = self.param[name]
+            if tuple(src.shape) != tuple(arr.shape):
+                raise ValueError(f'init.Load: {name!r} has shape {tuple(src.shape)} '
+                                 f'in the source but {arr.shape} in the model')
+            arr[:] = src
+        elif self.default_init is not None:
+            create(self.default_init)(InitDesc(name), arr)
+        else:
+            raise ValueError(f'init.Load: {name!r} is not in the source and no '
+                             f'default_init was given')
