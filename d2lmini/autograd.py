@@ -236,6 +236,11 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         head_grads = None if head_grads is None else [head_grads]
     if retain_graph is None:
         retain_graph = create_graph
+    for i, v in enumerate(variables):
+        if v._node is None:            # zeros would be a silently wrong answer
+            raise ValueError(f'autograd.grad: variable {i} (shape {v.shape}) is not '
+                             f'in the recorded graph. Call attach_grad() on it '
+                             f'before autograd.record().')
     wanted = {id(v) for v in variables}
     with _Scope(None, train_mode):
         result = _run_backward(heads, head_grads, retain_graph, create_graph, wanted)

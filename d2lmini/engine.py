@@ -8,14 +8,35 @@ that operation, so "is it ready?" is one integer comparison::
     x = nd.dot(a, b)        # returns at once: x._stream, x._seq = s, 17
     x.wait_to_read()        # blocks until s.done >= 17
 
-Cross-device reads carry their dependency: an operation on stream B that
-reads an array produced on stream A first waits for A to reach that array's
-sequence number, and a later write to the array on A waits for B's read.
+An array's ``_stream`` is either the stream of its own context or ``_NAIVE``
+(made synchronously: always ready), so the front end finds the stream to push
+to on the first input without a dictionary lookup.
 
-``D2LMINI_ENGINE=naive`` (or :func:`set_engine('naive')`) runs every
-operation synchronously on the calling thread, like MXNet's NaiveEngine:
-errors then surface at the line that caused them.
+Dependencies across streams are explicit ``(stream, seq)`` pairs that the
+worker waits for before running an operation; only copies read across
+devices, so :func:`read_dep` and :func:`take_readers` (used by
+``_copy_across`` and ``_assign`` in :mod:`d2lmini.ndarray.ndarray`) are the
+whole story: a copy waits for its source's producer, and a later in-place
+write to the source waits for every pending copy of it.  On GPUs the worker
+turns such a pair into a CUDA event recorded on the producer's stream that
+the consumer's stream waits on, so no thread blocks on the GPU.
+
+Errors inside the engine are kept on the failed operation's outputs (and on
+the outputs of everything computed from them) and re-raised, with the
+operation's name and the original traceback, at the next sync point:
+``wait_to_read``, ``asnumpy``, ``print`` or :func:`waitall`.
+
+``D2LMINI_ENGINE=naive`` (or ``set_engine('naive')``, or
+``with engine_mode('naive'):``) runs every operation synchronously on the
+calling thread, like MXNet's NaiveEngine: errors then surface at the line
+that caused them.
+
+Limits, on purpose: one front-end thread pushes at a time (as in MXNet's
+Python front end); sharing arrays between front-end threads needs a lock
+of your own.  Operation spans can be recorded with :class:`Trace`.
 """
+import atexit
+import ctypes
 import os
 import sys
 import threading
@@ -25,20 +46,41 @@ from queue import SimpleQueue
 
 from . import backend
 
-__all__ = ['waitall', 'set_engine', 'engine_type', 'EngineError',
-           'set_max_inflight', 'Trace']
+__all__ = ['waitall', 'set_engine', 'engine_mode', 'engine_type', 'EngineError',
+           'set_max_inflight', 'set_blas_threads', 'Trace', 'stream_for']
+
+_now = time.perf_counter
 
 
 class EngineError(RuntimeError):
-    """An operation failed inside the engine; raised at the next sync point."""
+    """An operation failed; raised at the next sync point (at once in naive mode).
+
+    ``op`` is the operator's name, ``ctx`` its context and ``__cause__`` the
+    original exception.
+    """
+
+    def __init__(self, msg, op=None, ctx=None):
+        super().__init__(msg)
+        self.op, self.ctx = op, ctx
 
 
 MXNetError = EngineError
 
 
+def op_error(name, ctx, exc, where='engine'):
+    """The :class:`EngineError` reported for ``exc`` raised by operator ``name``."""
+    tb = ''.join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    err = EngineError(f"operator '{name}' failed on {ctx}: {type(exc).__name__}: "
+                      f"{exc}\n\nOriginal traceback (from the {where}):\n{tb}",
+                      op=name, ctx=ctx)
+    err.__cause__ = exc
+    return err
+
+
 class _Naive:
     """Stand-in "stream" for arrays made in naive mode: always ready."""
     done = 1 << 62
+    last_write = 0
     ctx = None
     is_gpu = False
 
@@ -47,39 +89,65 @@ class _Naive:
 
 
 _NAIVE = _Naive()
+_STREAMS = {}                # ctx._key -> Stream
+_STREAMS_LOCK = threading.Lock()
+_MAX_INFLIGHT = [4096]
+_TRACE = [None]              # the list a Trace collects into, or None
+_FAILED = [False]            # has any op ever failed?  (then check inputs)
 
 
 class Stream:
-    """One device's ordered queue of operations and the thread that runs them."""
+    """One device's ordered queue of operations and the thread that runs them.
+
+    ``pushed`` counts operations pushed by the front end, ``done`` those the
+    worker has finished (on a GPU: launched), so ``pushed - done`` is the work
+    still pending.  ``last_write`` is the seq of the latest in-place write.
+    """
 
     def __init__(self, ctx):
         self.ctx = ctx
         self.is_gpu = ctx.device_type == 'gpu'
-        self.pushed = 0                 # seq of the last op pushed (front end)
-        self.done = 0                   # seq of the last op finished (worker)
+        self.pushed = 0
+        self.done = 0
+        self.last_write = 0
+        self.errors = []                 # failures not yet reported
+        self.cuda_stream = backend.new_stream(ctx) if self.is_gpu else None
+        self._start()
+
+    def _start(self):
         self._q = SimpleQueue()
         self._lock = threading.Lock()
-        self._waiters = []              # [(seq, threading.Event)]
-        self.errors = []                # failures not yet reported by waitall
-        self.cuda_stream = backend.new_stream(ctx) if self.is_gpu else None
+        self._waiters = []               # [(seq, threading.Event)]
         self._thread = threading.Thread(target=self._loop, daemon=True,
-                                        name=f'd2lmini-{ctx}')
+                                        name=f'd2lmini-{self.ctx}')
         self._thread.start()
 
+    def __repr__(self):
+        return f'<Stream {self.ctx}: pushed {self.pushed}, done {self.done}>'
+
     # -- front end ----------------------------------------------------------
-    def push(self, item):
-        """Queue ``item = [fn, args, outs, name, deps]``; returns its seq."""
-        self.pushed = seq = self.pushed + 1
-        item.append(seq)
-        self._q.put(item)
+    def push(self, fn, args, outs, name, attrs, deps=None):
+        """Queue ``fn(*[a._data for a in args], **attrs)`` into ``outs``.
+
+        ``deps`` lists ``(stream, seq)`` pairs of other streams to wait for.
+        Returns the operation's seq.
+        """
+        seq = self.pushed + 1
         if seq - self.done > _MAX_INFLIGHT[0]:
-            # Back-pressure: a front end that never syncs would otherwise
-            # queue unbounded work (and memory).  Let the worker catch up.
-            self.wait(seq - _MAX_INFLIGHT[0] // 2)
+            self._throttle(seq)
+        self.pushed = seq
+        self._q.put((fn, args, outs, attrs, name, deps, seq))
         return seq
 
+    def _throttle(self, seq):
+        # A front end that never syncs would queue work (and memory) without
+        # bound.  Block until the worker has caught up halfway, so the front
+        # end does not stop and start again on every single push.
+        limit = _MAX_INFLIGHT[0]
+        self.wait(seq - max(1, limit // 2))
+
     def wait(self, seq):
-        """Block until the op numbered ``seq`` has run (launched, on GPU)."""
+        """Block until the op numbered ``seq`` has run (launched, on a GPU)."""
         if self.done >= seq:
             return
         ev = threading.Event()
@@ -94,31 +162,53 @@ class Stream:
         get = self._q.get
         if self.is_gpu:
             backend.device_guard(self.ctx).__enter__()
-            self.cuda_stream.__enter__()        # make it current for this thread
+            self.cuda_stream.__enter__()     # the current stream of this thread
         while True:
-            fn, args, outs, name, deps, seq = get()
-            tracing = _TRACE[0]
-            if tracing is not None:
-                t0 = time.perf_counter()
-            if deps:                            # cross-stream dependencies
-                for stream, dseq in deps:
-                    stream.wait(dseq)
-                    if stream.is_gpu and stream is not self:
-                        stream.cuda_stream.synchronize()
-            try:
-                res = fn(*[a._data for a in args])
-                if len(outs) == 1:
-                    outs[0]._data = res
-                elif outs:
-                    for o, r in zip(outs, res):
-                        o._data = r
-            except BaseException as e:          # noqa: B902 - we re-raise later
-                self._fail(e, name, args, outs)
-            if tracing is not None:
-                tracing.append((self.ctx, name, t0, time.perf_counter()))
+            fn, args, outs, attrs, name, deps, seq = get()
+            trace = _TRACE[0]
+            if trace is not None:
+                t0 = _now()
+            if deps is not None:
+                self._wait_deps(deps)
+            if _FAILED[0] and self._inherit(args, outs):
+                pass                         # an input failed: so does this op
+            else:
+                try:
+                    n = len(args)
+                    if n == 1:
+                        res = fn(args[0]._data, **attrs)
+                    elif n == 2:
+                        res = fn(args[0]._data, args[1]._data, **attrs)
+                    else:
+                        res = fn(*[a._data for a in args], **attrs)
+                    if len(outs) == 1:
+                        outs[0]._data = res
+                    else:
+                        for o, r in zip(outs, res):
+                            o._data = r
+                except BaseException as e:   # noqa: B902 - re-raised at a sync point
+                    self._fail(e, name, outs)
+            if trace is not None:
+                trace.append((self.ctx, name, t0, _now(), seq))
             self.done = seq
             if self._waiters:
                 self._wake()
+
+    def _wait_deps(self, deps):
+        for st, dseq in deps:
+            if st is self:
+                continue                     # same stream: already in order
+            if st.done < dseq:
+                st.wait(dseq)
+            if st.is_gpu:
+                # The producer's kernels are launched, maybe not finished.
+                if self.is_gpu:              # GPU -> GPU: order on the device
+                    with backend.device_guard(st.ctx):
+                        ev = backend.new_event()
+                        ev.record(st.cuda_stream)
+                    self.cuda_stream.wait_event(ev)
+                else:                        # GPU -> host: this thread waits
+                    st.cuda_stream.synchronize()
 
     def _wake(self):
         with self._lock:
@@ -130,36 +220,31 @@ class Stream:
                     keep.append((s, ev))
             self._waiters = keep
 
-    def _fail(self, e, name, args, outs):
+    @staticmethod
+    def _inherit(args, outs):
         # An input that failed earlier poisons this op's outputs with the
         # original error, so the user sees the first cause, not a symptom.
         for a in args:
             if a._exc is not None:
-                err = a._exc
-                break
-        else:
-            tb = ''.join(traceback.format_exception(type(e), e, e.__traceback__))
-            err = EngineError(f"operator '{name}' failed on {self.ctx}: "
-                              f"{type(e).__name__}: {e}\n\nOriginal traceback "
-                              f"(from the engine's {self.ctx} worker):\n{tb}")
-            err.__cause__ = e
-            self.errors.append(err)
+                for o in outs:
+                    o._exc = a._exc
+                return True
+        return False
+
+    def _fail(self, e, name, outs):
+        _FAILED[0] = True
+        err = op_error(name, self.ctx, e, f"engine's {self.ctx} worker")
+        self.errors.append(err)
         for o in outs:
             o._exc = err
 
 
 # ---------------------------------------------------------------------------
-_STREAMS = {}
-_STREAMS_LOCK = threading.Lock()
-_MAX_INFLIGHT = [4096]
-_TRACE = [None]
-
-
 def _engine_from_env():
     name = os.environ.get('D2LMINI_ENGINE', 'threaded').lower()
     if name in ('naive', 'naiveengine', 'sync'):
         return True
-    if name in ('threaded', 'async', 'threadedengine', 'threadedenginepooled',
+    if name in ('', 'threaded', 'async', 'threadedengine', 'threadedenginepooled',
                 'threadedengineperdevice'):
         return False
     raise ValueError(f"D2LMINI_ENGINE={name!r}: use 'threaded' or 'naive'")
@@ -169,13 +254,16 @@ _NAIVE_MODE = [_engine_from_env()]
 
 
 def stream_for(ctx):
-    s = _STREAMS.get(ctx)
+    """The :class:`Stream` of context ``ctx`` (started on first use)."""
+    s = _STREAMS.get(ctx._key)
     if s is None:
         backend.check_context(ctx)
         with _STREAMS_LOCK:
-            s = _STREAMS.get(ctx)
+            s = _STREAMS.get(ctx._key)
             if s is None:
-                s = _STREAMS[ctx] = Stream(ctx)
+                s = _STREAMS[ctx._key] = Stream(ctx)
+                if not s.is_gpu:
+                    _share_cores()
     return s
 
 
@@ -192,13 +280,16 @@ def set_engine(kind):
     """Switch between ``'threaded'`` (async, default) and ``'naive'`` (sync).
 
     Returns the previous kind, so it can be restored.  Waits for all pending
-    work first, so no operation straddles the switch.
+    work first, so no operation straddles the switch (and raises its errors,
+    after switching).
     """
     if kind not in ('naive', 'threaded'):
         raise ValueError(f"engine kind must be 'naive' or 'threaded', got {kind!r}")
     old = engine_type()
-    waitall()
-    _NAIVE_MODE[0] = kind == 'naive'
+    try:
+        waitall()
+    finally:
+        _NAIVE_MODE[0] = kind == 'naive'
     return old
 
 
@@ -210,23 +301,29 @@ class engine_mode:
 
     def __enter__(self):
         self.old = set_engine(self.kind)
+        return self
 
-    def __exit__(self, *a):
+    def __exit__(self, *exc):
         set_engine(self.old)
+        return False
 
 
 def set_max_inflight(n):
-    """Bound the ops a stream may hold un-run before the front end blocks."""
+    """Bound the ops a stream may hold un-run before the front end blocks.
+
+    Returns the previous bound.
+    """
     old = _MAX_INFLIGHT[0]
-    _MAX_INFLIGHT[0] = max(2, int(n))
+    _MAX_INFLIGHT[0] = max(1, int(n))
     return old
 
 
+# --- synchronization -----------------------------------------------------------
 def waitall():
     """Block until every pushed operation has finished, on every device.
 
     Raises the first error that happened inside the engine since the last
-    ``waitall`` (then forgets them: the engine keeps working).
+    sync point that reported it (then forgets them: the engine keeps working).
     """
     for s in list(_STREAMS.values()):
         s.wait(s.pushed)
@@ -237,96 +334,339 @@ def waitall():
         errors += s.errors
         s.errors = []
     if errors:
-        raise errors[0]
+        raise errors[0].with_traceback(None)
 
 
 def wait_for(arr):
     """Wait until ``arr`` is computed; re-raise its producer's error."""
     s = arr._stream
-    if s.done < arr._seq:
-        s.wait(arr._seq)
-    if s.is_gpu:
-        s.cuda_stream.synchronize()
-    if arr._exc is not None:
-        err = arr._exc
-        for st in _STREAMS.values():     # reported here: waitall need not repeat it
+    seq = arr._seq
+    if s.done < seq:
+        s.wait(seq)
+    w = _writer(arr)
+    lw = w.last_write
+    if lw > (seq if w is s else 0) and w.done < lw and _is_view(arr):
+        # ``arr`` shares memory with another array (a slice, a reshape, a
+        # detach) that a later in-place write may be changing right now.
+        w.wait(lw)
+    if w.is_gpu:
+        w.cuda_stream.synchronize()
+    err = arr._exc
+    if err is not None:
+        for st in list(_STREAMS.values()):  # reported now: waitall need not repeat it
             if err in st.errors:
                 st.errors.remove(err)
-        raise err
+        raise err.with_traceback(None)
+
+
+def _writer(arr):
+    # Every write to memory on a context runs on that context's stream.
+    s = arr._stream
+    return s if s is not _NAIVE else _STREAMS.get(arr._ctx._key, _NAIVE)
+
+
+def _is_view(arr):
+    if arr._base is not None:
+        return True
+    return getattr(getattr(arr, '_data', None), 'base', None) is not None
+
+
+def read_dep(arr):
+    """The ``(stream, seq)`` a reader of ``arr`` on another stream waits for.
+
+    ``None`` when ``arr`` is ready.  It includes the latest in-place write on
+    ``arr``'s context, as ``arr`` may share memory with the written array.
+    """
+    s = _writer(arr)
+    seq = arr._seq if s is arr._stream else 0
+    if s.last_write > seq:
+        seq = s.last_write
+    if s.done < seq or (s.is_gpu and seq):   # on a GPU "done" means launched
+        return (s, seq)
+    return None
+
+
+def add_reader(arr, stream, seq):
+    """Record that op ``seq`` on ``stream`` reads ``arr`` (a cross-device copy)."""
+    owner = arr._base if arr._base is not None else arr
+    if owner._foreign is None:
+        owner._foreign = {}
+    owner._foreign[stream] = seq      # the latest read per stream covers the rest
+
+
+def take_readers(arr):
+    """The pending cross-device reads a write to ``arr`` must wait for."""
+    owner = arr._base if arr._base is not None else arr
+    readers = owner._foreign
+    if readers is None:
+        return None
+    owner._foreign = None             # the write is ordered after them now
+    pending = [(st, sq) for st, sq in readers.items() if st.done < sq or st.is_gpu]
+    return pending or None
+
+
+def run_sync(name, fn, args, outs, ctx, attrs):
+    """Run an operation now on the calling thread (the naive engine)."""
+    for a in args:                       # arrays pushed before a switch to naive
+        if a._stream is not _NAIVE:
+            wait_for(a)
+    trace = _TRACE[0]
+    if trace is not None:
+        t0 = _now()
+    try:
+        if ctx.device_type == 'gpu':     # on the device's stream, then finish it
+            cs = stream_for(ctx).cuda_stream
+            with backend.device_guard(ctx), cs:
+                res = fn(*[a._data for a in args], **attrs)
+                cs.synchronize()
+        else:
+            res = fn(*[a._data for a in args], **attrs)
+    except Exception as e:
+        raise op_error(name, ctx, e, 'naive engine') from e
+    if len(outs) == 1:
+        outs[0]._data = res
+    else:
+        for o, r in zip(outs, res):
+            o._data = r
+    for o in outs:
+        o._stream = _NAIVE
+        o._seq = 0
+    if trace is not None:
+        trace.append((ctx, name, t0, _now(), 0))
+
+
+# --- CPU threads: sharing the cores among cpu(i) devices -------------------------
+# Each cpu(i) runs its kernels on its own worker thread, and NumPy's matmul
+# calls OpenBLAS, which by default uses every core for each call.  Two devices
+# each running a 2-thread GEMM on 2 cores oversubscribe: OpenBLAS threads
+# spin while they wait, and concurrent threaded calls partly serialize.  On 2
+# cores, eight 1000x1000 float32 matmuls took 0.23 s on one device and 0.26 s
+# split over cpu(0) and cpu(1) -- the second device made it slower -- but
+# 0.15 s over two devices with one BLAS thread each.  So, as MXNet sizes its
+# OpenMP pools by cores / workers, once k CPU devices have streams every BLAS
+# call gets cores // k threads (never more than OpenBLAS started with).  With
+# only cpu(0) in use nothing changes.  set_blas_threads(n) fixes the number,
+# set_blas_threads(None) restores this policy.  We set the thread count through
+# OpenBLAS's own C API (found in the loaded libraries, as threadpoolctl does);
+# other BLAS libraries are left alone.
+_BLAS = {'lib': None, 'initial': None, 'fixed': None}
+
+
+def _blas_api():
+    if _BLAS['lib'] is None:
+        _BLAS['lib'] = False
+        try:
+            with open('/proc/self/maps') as f:
+                paths = sorted({ln.split()[-1] for ln in f
+                                if 'openblas' in ln.lower() and '/' in ln})
+        except OSError:                  # not Linux
+            paths = []
+        for path in paths:
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for prefix in ('', 'scipy_'):
+                for suffix in ('', '64_'):
+                    get = getattr(lib, f'{prefix}openblas_get_num_threads{suffix}', None)
+                    put = getattr(lib, f'{prefix}openblas_set_num_threads{suffix}', None)
+                    if get is not None and put is not None:
+                        _BLAS['lib'] = (get, put)
+                        _BLAS['initial'] = get()
+                        return _BLAS['lib']
+    return _BLAS['lib']
+
+
+def blas_threads():
+    """Threads OpenBLAS uses per call now (``None`` if it is not OpenBLAS)."""
+    api = _blas_api()
+    return api[0]() if api else None
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _share_cores():
+    api = _blas_api()
+    if not api:
+        return
+    n = _BLAS['fixed']
+    if n is None:
+        ncpu = sum(1 for s in list(_STREAMS.values()) if not s.is_gpu)
+        n = min(_BLAS['initial'], max(1, _cores() // max(1, ncpu)))
+    if api[0]() != n:
+        api[1](n)
+
+
+def set_blas_threads(n):
+    """Threads per BLAS call: an int, or ``None`` for cores // CPU devices.
+
+    Returns the previous setting.
+    """
+    old = _BLAS['fixed']
+    _BLAS['fixed'] = None if n is None else max(1, int(n))
+    _share_cores()
+    return old
+
+
+# --- process life ------------------------------------------------------------------
+def _at_exit():
+    # Worker threads are daemons, so the interpreter never waits for them on
+    # its own; finishing the queued work first (as MXNet does at shutdown)
+    # means no worker is inside a kernel while Python tears itself down.
+    try:
+        waitall()
+    except EngineError as e:
+        first = str(e).splitlines()[0]
+        print(f'd2lmini: an operation failed and no sync point read its error: '
+              f'{first}', file=sys.stderr)
+
+
+def _before_fork():
+    # Only the forking thread survives a fork, so no operation may be half
+    # done then: finish the queued work first (as MXNet stops its engine).
+    for s in list(_STREAMS.values()):
+        s.wait(s.pushed)
+
+
+def _after_fork_in_child():
+    # Give the CPU streams new workers; forget the GPU ones (CUDA does not
+    # survive a fork).  Errors not yet reported stay with the streams.
+    global _STREAMS_LOCK
+    _STREAMS_LOCK = threading.Lock()
+    for key, s in list(_STREAMS.items()):
+        if s.is_gpu:
+            del _STREAMS[key]
+        else:
+            s._start()
+
+
+atexit.register(_at_exit)
+if hasattr(os, 'register_at_fork'):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 # --- tracing ----------------------------------------------------------------
 class Trace:
-    """Record each op's start/end per device stream.
+    """Record each op's start and end on each device's stream.
 
     >>> with Trace() as tr:
-    ...     y = nd.dot(x, x); nd.waitall()
-    >>> tr.to_chrome('trace.json'); tr.plot()
+    ...     y = nd.dot(x, x)
+    >>> tr.overlap(mx.cpu(0), mx.cpu(1)); tr.to_chrome('trace.json'); tr.plot()
+
+    Entering and leaving wait for all pending work, so the trace holds
+    exactly the operations pushed inside the ``with`` block.
     """
 
     def __init__(self):
-        self.events = []
+        self.events = []             # (ctx, name, start_s, end_s, seq)
+        self.t0 = _now()
 
     def __enter__(self):
         waitall()
         self.events = []
-        self.t0 = time.perf_counter()
+        self.t0 = _now()
         _TRACE[0] = self.events
         return self
 
-    def __exit__(self, *a):
+    def __exit__(self, *exc):
         try:
             waitall()
         finally:
             _TRACE[0] = None
         return False
 
-    def spans(self):
-        """List of ``(ctx, name, start_s, end_s)`` relative to the trace start."""
-        return [(c, n, a - self.t0, b - self.t0) for c, n, a, b in self.events]
+    def contexts(self):
+        return sorted({e[0] for e in self.events})
+
+    def spans(self, ctx=None):
+        """``(ctx, name, start, end)`` in seconds from the trace's start."""
+        return [(c, n, a - self.t0, b - self.t0) for c, n, a, b, _ in self.events
+                if ctx is None or c == ctx]
+
+    def by_stream(self):
+        """``{ctx: [(seq, name, start, end), ...]}`` in the order they ran."""
+        out = {}
+        for c, n, a, b, seq in self.events:
+            out.setdefault(c, []).append((seq, n, a - self.t0, b - self.t0))
+        return out
+
+    def _busy(self, ctx):
+        """The union of ``ctx``'s spans, as sorted disjoint intervals."""
+        merged = []
+        for c, _, a, b, _ in sorted(self.events, key=lambda e: e[2]):
+            if c != ctx:
+                continue
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        return merged
+
+    def busy(self, ctx):
+        """Seconds during which ``ctx`` ran an operation."""
+        return sum(b - a for a, b in self._busy(ctx))
+
+    def overlap(self, ctx_a, ctx_b):
+        """Seconds during which ``ctx_a`` and ``ctx_b`` both ran an operation."""
+        xs, ys = self._busy(ctx_a), self._busy(ctx_b)
+        i = j = 0
+        total = 0.0
+        while i < len(xs) and j < len(ys):
+            lo = max(xs[i][0], ys[j][0])
+            hi = min(xs[i][1], ys[j][1])
+            if hi > lo:
+                total += hi - lo
+            if xs[i][1] < ys[j][1]:
+                i += 1
+            else:
+                j += 1
+        return total
 
     def to_chrome(self, fname=None):
-        """Chrome trace JSON (open in chrome://tracing or ui.perfetto.dev)."""
+        """Chrome trace JSON (open in chrome://tracing or ui.perfetto.dev).
+
+        Returns the document as a dict; also writes it to ``fname`` if given.
+        """
         import json
-        ctxs = sorted({c for c, *_ in self.events})
+        ctxs = self.contexts()
         tid = {c: i for i, c in enumerate(ctxs)}
-        ev = [{'name': 'thread_name', 'ph': 'M', 'pid': 0, 'tid': tid[c],
-               'args': {'name': str(c)}} for c in ctxs]
-        ev += [{'name': n, 'ph': 'X', 'pid': 0, 'tid': tid[c],
-                'ts': (a - self.t0) * 1e6, 'dur': (b - a) * 1e6}
-               for c, n, a, b in self.events]
+        ev = [{'name': 'process_name', 'ph': 'M', 'pid': 0, 'tid': 0,
+               'args': {'name': 'd2lmini engine'}}]
+        ev += [{'name': 'thread_name', 'ph': 'M', 'pid': 0, 'tid': tid[c],
+                'args': {'name': str(c)}} for c in ctxs]
+        ev += [{'name': n, 'cat': 'op', 'ph': 'X', 'pid': 0, 'tid': tid[c],
+                'ts': (a - self.t0) * 1e6, 'dur': (b - a) * 1e6, 'args': {'seq': s}}
+               for c, n, a, b, s in self.events]
         doc = {'traceEvents': ev, 'displayTimeUnit': 'ms'}
         if fname is not None:
             with open(fname, 'w') as f:
                 json.dump(doc, f)
         return doc
 
-    def overlap(self, ctx_a, ctx_b):
-        """Seconds during which ``ctx_a`` and ``ctx_b`` were both busy."""
-        def busy(c):
-            return [(a, b) for cc, _, a, b in self.events if cc == c]
-        total = 0.0
-        for a0, a1 in busy(ctx_a):
-            for b0, b1 in busy(ctx_b):
-                total += max(0.0, min(a1, b1) - max(a0, b0))
-        return total
-
-    def plot(self, ax=None, min_dur=0.0):
-        """Draw a timeline: one row per device, one bar per op."""
+    def plot(self, ax=None, min_dur=0.0, legend=10):
+        """Draw a timeline: one row per device, one bar per op (matplotlib)."""
         import matplotlib.pyplot as plt
+        ctxs = self.contexts()
         if ax is None:
-            _, ax = plt.subplots(figsize=(8, 0.6 + 0.5 * len({c for c, *_ in self.events})))
-        ctxs = sorted({c for c, *_ in self.events})
-        names = sorted({n for _, n, *_ in self.events})
+            _, ax = plt.subplots(figsize=(8, 0.8 + 0.5 * len(ctxs)))
+        names = sorted({e[1] for e in self.events})
         cmap = plt.get_cmap('tab10')
         color = {n: cmap(i % 10) for i, n in enumerate(names)}
         for row, c in enumerate(ctxs):
             bars = [((a - self.t0) * 1e3, (b - a) * 1e3, n)
-                    for cc, n, a, b in self.events if cc == c and b - a >= min_dur]
+                    for cc, n, a, b, _ in self.events if cc == c and b - a >= min_dur]
             ax.broken_barh([(s, d) for s, d, _ in bars], (row - 0.4, 0.8),
                            facecolors=[color[n] for *_, n in bars])
-        ax.set_yticks(range(len(ctxs)), [str(c) for c in ctxs])
+        ax.set_yticks(range(len(ctxs)))
+        ax.set_yticklabels([str(c) for c in ctxs])
+        ax.set_ylim(-0.6, len(ctxs) - 0.4)
         ax.set_xlabel('time (ms)')
-        handles = [plt.Rectangle((0, 0), 1, 1, color=color[n]) for n in names[:10]]
-        ax.legend(handles, names[:10], loc='upper right', fontsize='small')
+        if legend and names:
+            handles = [plt.Rectangle((0, 0), 1, 1, color=color[n]) for n in names[:legend]]
+            ax.legend(handles, names[:legend], loc='upper right', fontsize='small')
         return ax

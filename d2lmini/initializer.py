@@ -330,7 +330,7 @@ class Mixed(_Dispatcher):
     def _init_weight(self, name, arr):
         for prog, init in self.map:
             if prog.match(str(name)):
-                init(InitDesc(str(name)), arr)
+                init._init_weight(name, arr)
                 return
         raise ValueError(f'Mixed: no pattern matches {str(name)!r}; add a ".*" '
                          f'pattern as a default')
@@ -359,7 +359,7 @@ class Load(_Dispatcher):
                                  f'in the source but {arr.shape} in the model')
             arr[:] = src
         elif self.default_init is not None:
-            create(self.default_init)(InitDesc(name), arr)
+            create(self.default_init)._init_weight(name, arr)
         else:
             raise ValueError(f'init.Load: {name!r} is not in the source and no '
                              f'default_init was given')

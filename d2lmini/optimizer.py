@@ -30,7 +30,7 @@ does in MXNet.
 import functools
 import math
 
-from . import backend
+from . import backend, engine
 from .ndarray.ndarray import NDArray, _run, invoke
 from .ndarray.registry import Op, register
 
@@ -42,8 +42,8 @@ __all__ = ['Optimizer', 'SGD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta',
 # === the fused update kernels ================================================
 def _own(a):
     """``a`` if it can be written in place, else a writable copy."""
-    flags = getattr(a, 'flags', None)
-    if flags is None or not flags.writeable:
+    flags = getattr(a, 'flags', None)         # CuPy's flags have no 'writeable'
+    if flags is None or not getattr(flags, 'writeable', True):
         return backend.xp_of(a).array(a, copy=True)
     return a
 
@@ -259,14 +259,16 @@ def _inplace(name, fn, writes, reads):
                 f"optimizer update '{name}': weight, gradient and states must "
                 f"be on one context, got "
                 f"{', '.join(f'{x._ctx} {x._shape}' for x in args)}")
+    # Mirrors NDArray._assign: a write waits for pending cross-device reads
+    # of what it overwrites, and marks itself for readers of views.
     deps = None
     for w in writes:
-        owner = w._base if w._base is not None else w
-        if owner._foreign is not None:
-            st, sq = owner._foreign
-            if st.done < sq:
-                deps = (deps or []) + [(st, sq)]
+        pending = engine.take_readers(w)
+        if pending:
+            deps = (deps or []) + pending
     _run(name, fn, args, list(writes), ctx, deps)
+    stream = writes[0]._stream
+    stream.last_write = writes[0]._seq
     for w in writes:                       # a write through a view updates the base
         if w._base is not None:
             w._base._stream, w._base._seq = w._stream, w._seq

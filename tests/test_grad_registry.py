@@ -43,6 +43,22 @@ def test_every_differentiable_op_has_a_case():
                          f'add cases=(Case(...),) next to their backward')
 
 
+def _inputs(case):
+    """The case's inputs: floats as float64, index arrays keep their int dtype."""
+    out = []
+    for a in case.make(np.random.default_rng(0)):
+        a = np.asarray(a)
+        out.append(a.astype(np.float64) if a.dtype.kind == 'f' else a.copy())
+    return out
+
+
+def _checked(case, arrays):
+    """Inputs whose gradient is checked: ``case.grad``, else every float input."""
+    if case.grad is not None:
+        return list(case.grad)
+    return [i for i, a in enumerate(arrays) if a.dtype.kind == 'f']
+
+
 def _outs(op, res):
     """The forward result as a list of float64 host arrays."""
     res = [res] if op.nout == 1 else list(res)
@@ -70,11 +86,11 @@ def _numeric_grad(op, arrays, attrs, ws, i):
 @pytest.mark.parametrize('name,k', CASES)
 def test_gradient(name, k, ctx):
     op, case = OPS[name], OPS[name].cases[k]
-    arrays = [np.array(a, dtype=np.float64) for a in case.make(np.random.default_rng(0))]
+    arrays = _inputs(case)
     attrs = case.attrs
-    checked = case.grad if case.grad is not None else range(len(arrays))
+    checked = _checked(case, arrays)
 
-    xs = [nd.array(a, ctx=ctx, dtype=np.float64) for a in arrays]
+    xs = [nd.array(a, ctx=ctx, dtype=a.dtype) for a in arrays]
     for i in checked:
         xs[i].attach_grad()
     with autograd.record():
@@ -103,7 +119,7 @@ def test_second_order_elementwise(name, ctx):
     """d/dx of the recorded first derivative matches its central difference."""
     op = OPS[name]
     case = op.cases[0]
-    x0 = np.asarray(case.make(np.random.default_rng(0))[0], dtype=np.float64)
+    x0 = _inputs(case)[0]
     w = np.random.default_rng(1).standard_normal(x0.shape)
     v = np.random.default_rng(2).standard_normal(x0.shape)
 
@@ -125,3 +141,43 @@ def test_second_order_elementwise(name, ctx):
     h = autograd.grad(g, x, nd.array(v, ctx=ctx, dtype=np.float64))
     np.testing.assert_allclose(h.asnumpy(), num, rtol=1e-5, atol=1e-6,
                                err_msg=f'{name}: second derivative')
+
+
+# --- dtypes: what infer announces is what the kernel produces ------------------------
+DTYPE_OPS = sorted(n for n, op in OPS.items() if op.cases)
+
+
+@pytest.mark.filterwarnings('ignore::RuntimeWarning')    # int inputs: 1/0 and such
+@pytest.mark.parametrize('name', DTYPE_OPS)
+def test_declared_dtype_matches_data(name):
+    """For int32, float16 and mixed float32/float64 inputs, ``x.dtype`` (from
+    ``infer``, known before the kernel runs) equals the computed data's dtype.
+    An op may instead refuse a dtype up front (TypeError/ValueError at the call),
+    but it must not fail later inside the engine."""
+    op, case = OPS[name], OPS[name].cases[0]
+    arrays = _inputs(case)
+    checked = _checked(case, arrays)
+    combos = [('int32',), ('float16',)]
+    if len(arrays) > 1:
+        combos += [('float32', 'float64'), ('float64', 'float32'), ('int32', 'float32')]
+    try:
+        _check_dtypes(name, op, case, arrays, checked, combos)
+    finally:
+        try:
+            nd.waitall()            # leave no failure behind for the next test
+        except Exception:           # noqa: BLE001 - already reported above
+            pass
+
+
+def _check_dtypes(name, op, case, arrays, checked, combos):
+    for combo in combos:
+        xs = [nd.array(a, dtype=combo[min(i, len(combo) - 1)] if i in checked
+                       else a.dtype if a.dtype.kind != 'f' else 'float32')
+              for i, a in enumerate(arrays)]
+        try:
+            res = invoke(op, xs, case.attrs)
+        except (TypeError, ValueError) as e:      # refused at the front end: fine
+            assert name in str(e) or op.name in str(e), (name, combo, e)
+            continue
+        for o in ([res] if op.nout == 1 else res):
+            assert o.asnumpy().dtype == np.dtype(o.dtype), (name, combo)

@@ -313,7 +313,7 @@ class Parameter:
         data = self.list_data()
         c0 = data[0].context
         if len(data) == 1:
-            return data[0].copy()
+            return data[0]
         total = data[0].astype('float64')
         for d in data[1:]:
             total = total + d.as_in_context(c0).astype('float64')
@@ -349,6 +349,8 @@ class Parameter:
     def reset_ctx(self, ctx):
         """Move the data (keeping its values) to ``ctx`` (a Context or a list)."""
         ctx = _ctx_list(ctx)
+        if self._trainer is not None and hasattr(self._trainer, '_reset_kvstore'):
+            self._trainer._reset_kvstore()      # its per-device state is stale now
         if self._data:
             data = self._reduce()
             self._init_impl(data, ctx)

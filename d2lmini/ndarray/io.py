@@ -13,7 +13,7 @@ Loading uses ``allow_pickle=False``: a file cannot run code.
 import io
 import json
 import os
-import tempfile
+import uuid
 import zipfile
 
 import numpy as np
@@ -43,15 +43,20 @@ def save(fname, data):
             raise TypeError(f'nd.save: every value must be an NDArray, got {type(v).__name__}')
     meta = {'format': 'd2lmini-ndarray', 'version': 1, 'kind': kind, 'keys': keys,
             'count': len(values)}
-    d = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(fname), dir=d)
+    d, base = os.path.split(os.path.abspath(fname))
+    tmp = os.path.join(d, f'.{base}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp')
+    # os.open with 0o666 (not mkstemp's 0o600): the file honours the umask
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, 'wb') as f, zipfile.ZipFile(f, 'w') as z:
-            z.writestr(_META, json.dumps(meta))
-            for i, v in enumerate(values):
-                buf = io.BytesIO()
-                np.save(buf, v.asnumpy(), allow_pickle=False)
-                z.writestr(f'arr_{i}.npy', buf.getvalue())
+        with os.fdopen(fd, 'wb') as f:
+            with zipfile.ZipFile(f, 'w') as z:
+                z.writestr(_META, json.dumps(meta))
+                for i, v in enumerate(values):
+                    buf = io.BytesIO()
+                    np.save(buf, v.asnumpy(), allow_pickle=False)
+                    z.writestr(f'arr_{i}.npy', buf.getvalue())
+            f.flush()
+            os.fsync(f.fileno())          # the bytes are on disk before the rename
         os.replace(tmp, fname)
     except BaseException:
         if os.path.exists(tmp):
@@ -62,22 +67,33 @@ def save(fname, data):
 def load(fname, ctx=None):
     """Load what :func:`save` wrote: a list or a dict of NDArrays."""
     try:
-        z = zipfile.ZipFile(fname)
-    except zipfile.BadZipFile:
-        raise ValueError(f'{fname}: not a d2lmini NDArray file (not a zip archive)') from None
-    with z:
-        try:
-            meta = json.loads(z.read(_META))
-        except KeyError:
-            raise ValueError(f'{fname}: not a d2lmini NDArray file (no {_META})') from None
-        if meta.get('format') != 'd2lmini-ndarray' or meta.get('version') != 1:
-            raise ValueError(f'{fname}: unsupported format {meta.get("format")!r} '
-                             f'version {meta.get("version")!r}')
-        values = []
-        for i in range(meta['count']):
-            with z.open(f'arr_{i}.npy') as f:
-                a = np.load(io.BytesIO(f.read()), allow_pickle=False)
-            values.append(array(a, ctx=ctx, dtype=a.dtype))
+        meta, arrays = _read(fname)
+    except (zipfile.BadZipFile, KeyError, ValueError, TypeError, EOFError) as e:
+        # OSError (missing file, permissions) passes through unchanged.
+        raise ValueError(f'{fname}: not a valid d2lmini NDArray file (written by '
+                         f'nd.save): {type(e).__name__}: {e}') from None
+    values = [array(a, ctx=ctx, dtype=a.dtype) for a in arrays]
     if meta['kind'] == 'dict':
         return dict(zip(meta['keys'], values))
     return values
+
+
+def _read(fname):
+    with zipfile.ZipFile(fname) as z:
+        try:
+            meta = json.loads(z.read(_META))
+        except KeyError:
+            raise ValueError(f'no {_META} entry') from None
+        if not isinstance(meta, dict) or meta.get('format') != 'd2lmini-ndarray' \
+                or meta.get('version') != 1:
+            raise ValueError(f'unsupported format {meta.get("format")!r} version '
+                             f'{meta.get("version")!r}' if isinstance(meta, dict)
+                             else 'bad header')
+        if meta['kind'] not in ('list', 'dict') or (
+                meta['kind'] == 'dict' and len(meta['keys']) != meta['count']):
+            raise ValueError('inconsistent header')
+        arrays = []
+        for i in range(meta['count']):
+            with z.open(f'arr_{i}.npy') as f:
+                arrays.append(np.load(io.BytesIO(f.read()), allow_pickle=False))
+    return meta, arrays

@@ -24,7 +24,7 @@ __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
 _new = object.__new__
 _NAIVE = engine._NAIVE
 _NAIVE_MODE = engine._NAIVE_MODE
-_STREAMS = engine._STREAMS
+_TRACE = engine._TRACE
 _stream_for = engine.stream_for
 _REC = _ag._STATE          # [recording, training]
 _EMPTY = {}
@@ -67,17 +67,26 @@ def _context_error(op_name, args):
 
 def invoke(op, args, attrs=_EMPTY):
     """Run ``op`` on NDArrays ``args``: the single dispatch path of d2lmini."""
+    # This is the hot path of every operator: it is written out (no list
+    # comprehensions, no partials) because each line costs a dispatch.
     a0 = args[0]
     ctx = a0._ctx
-    if len(args) == 1:
+    n = len(args)
+    if n == 1:
         shapes, dtypes = [a0._shape], [a0._dtype]
+    elif n == 2:
+        a1 = args[1]
+        if a1._ctx is not ctx and a1._ctx != ctx:
+            raise _context_error(op.name, args)
+        shapes, dtypes = [a0._shape, a1._shape], [a0._dtype, a1._dtype]
     else:
         for a in args:
             if a._ctx is not ctx and a._ctx != ctx:
                 raise _context_error(op.name, args)
         shapes = [a._shape for a in args]
         dtypes = [a._dtype for a in args]
-    if op.nout == 1:
+    nout = op.nout
+    if nout == 1:
         shape, dtype = op.infer(shapes, dtypes, **attrs)
         o = _new(NDArray)
         o._shape = shape
@@ -87,56 +96,68 @@ def invoke(op, args, attrs=_EMPTY):
         outs = [o]
     else:
         outs = [_make(s, d, ctx) for s, d in op.infer(shapes, dtypes, **attrs)]
-    if _NAIVE_MODE[0] and ctx.device_type == 'cpu':
-        # Synchronous fast path (naive engine): run the kernel right here.
-        if a0._stream is not _NAIVE or len(args) > 1:
-            for a in args:
-                if a._stream is not _NAIVE:
-                    engine.wait_for(a)
-        res = op.forward(*[a._data for a in args], **attrs)
-        if op.nout == 1:
-            o._data = res
-            o._stream = _NAIVE
-            o._seq = 0
+    fwd = op.forward
+    if _NAIVE_MODE[0]:
+        if ctx.device_type == 'cpu' and _TRACE[0] is None:
+            # Synchronous fast path (naive engine): run the kernel right here.
+            if a0._stream is not _NAIVE or n > 1:
+                for a in args:
+                    if a._stream is not _NAIVE:
+                        engine.wait_for(a)
+            try:
+                if n == 1:
+                    res = fwd(a0._data, **attrs)
+                elif n == 2:
+                    res = fwd(a0._data, a1._data, **attrs)
+                else:
+                    res = fwd(*[a._data for a in args], **attrs)
+            except Exception as e:
+                raise engine.op_error(op.name, ctx, e, 'naive engine') from e
+            if nout == 1:
+                o._data = res
+                o._stream = _NAIVE
+                o._seq = 0
+            else:
+                for o, r in zip(outs, res):
+                    o._data = r
         else:
-            for o, r in zip(outs, res):
-                o._data = r
+            if nout != 1 and len(outs) == 1:    # split(x, 1): a list of one array
+                fwd = _first_of(fwd)
+            engine.run_sync(op.name, fwd, args, outs, ctx, attrs)
     else:
-        fn = op.forward if not attrs else functools.partial(op.forward, **attrs)
-        if op.nout != 1 and len(outs) == 1:   # split(x, 1): a list of one array
-            fn = _first_of(fn)
-        _run(op.name, fn, args, outs, ctx)
+        # The first input's stream is its context's (or _NAIVE: ready).
+        s = a0._stream
+        if s is _NAIVE:
+            s = _stream_for(ctx)
+        if nout == 1:
+            o._seq = s.push(fwd, args, outs, op.name, attrs)
+            o._stream = s
+        else:
+            if len(outs) == 1:
+                fwd = _first_of(fwd)
+            seq = s.push(fwd, args, outs, op.name, attrs)
+            for o in outs:
+                o._stream = s
+                o._seq = seq
     if _REC[0] and op.differentiable:
         for a in args:
             if a._node is not None:
                 _ag._record(op, args, outs, attrs)
                 break
-    return outs[0] if op.nout == 1 else outs
+    return outs[0] if nout == 1 else outs
 
 
 def _first_of(fn):
-    return lambda *a: fn(*a)[0]
+    return lambda *a, **kw: fn(*a, **kw)[0]
 
 
 def _run(name, fn, args, outs, ctx, deps=None):
     """Execute ``fn`` over ``args``' data into ``outs``: now, or on the stream."""
     if _NAIVE_MODE[0]:
-        for a in args:                       # arrays pushed before a switch to naive
-            if a._stream is not _NAIVE:
-                engine.wait_for(a)
-        with backend.device_guard(ctx):
-            res = fn(*[a._data for a in args])
-        if len(outs) == 1:
-            outs[0]._data = res
-        else:
-            for o, r in zip(outs, res):
-                o._data = r
-        for o in outs:
-            o._stream = _NAIVE
-            o._seq = 0
+        engine.run_sync(name, fn, args, outs, ctx, _EMPTY)
         return
-    s = _STREAMS.get(ctx) or _stream_for(ctx)
-    seq = s.push([fn, args, outs, name, deps])
+    s = _stream_for(ctx)
+    seq = s.push(fn, args, outs, name, _EMPTY, deps)
     for o in outs:
         o._stream = s
         o._seq = seq
@@ -405,6 +426,8 @@ class NDArray:
         return out
 
     def __setitem__(self, key, value):
+        if type(key) is slice and key == _ALL:
+            return self._assign(value, None)  # x[:] = v: whole array (0-d too)
         key = _index_key(key, self)
         if isinstance(key, NDArray):
             key = key.asnumpy().astype(np.int64)
@@ -434,13 +457,9 @@ class NDArray:
         scalar = value if len(args) == 1 else None
         fn = functools.partial(_setitem_kernel, key, scalar)
         base = self._base
-        deps = None
-        owner = base if base is not None else self
-        if owner._foreign is not None:      # a pending cross-device read of us
-            st, sq = owner._foreign
-            if st.done < sq:
-                deps = [(st, sq)]
+        deps = engine.take_readers(self)     # pending cross-device reads of us
         _run('_setitem', fn, args, [self], self._ctx, deps)
+        self._stream.last_write = self._seq  # readers of views must see this
         if base is not None:                # a write through a view updates the base
             base._stream, base._seq = self._stream, self._seq
 
@@ -562,6 +581,9 @@ class NDArray:
         return invoke(OPS['flip'], (self,), {'axis': axis})
 
 
+_ALL = slice(None)
+
+
 def _setitem_kernel(key, scalar, dst, src=None):
     v = scalar if src is None else src
     if not hasattr(dst, '__setitem__'):      # a NumPy scalar from a 0-d result
@@ -652,14 +674,11 @@ def _copy_across(src, ctx):
     ctx = Context(ctx)
     backend.check_context(ctx)              # clear "no GPU" error in naive mode too
     out = _make(src._shape, src._dtype, ctx)
-    s = src._stream
-    # On a GPU "done" only means launched: always sync on a GPU producer.
-    deps = [(s, src._seq)] if (s.done < src._seq or s.is_gpu) else None
+    dep = engine.read_dep(src)              # wait for src's producer ...
     fn = functools.partial(backend.to_context, ctx=ctx)
-    _run('copyto', fn, (src,), [out], ctx, deps)
-    if out._stream is not _NAIVE:          # a later write to src waits for this read
-        src_owner = src._base if src._base is not None else src
-        src_owner._foreign = (out._stream, out._seq)
+    _run('copyto', fn, (src,), [out], ctx, None if dep is None else [dep])
+    if out._stream is not _NAIVE:          # ... and a later write to src for us
+        engine.add_reader(src, out._stream, out._seq)
     if _REC[0] and src._node is not None:
         _ag._record(OPS['_copyto'], (src,), [out], {'ctx': ctx})
     return out
@@ -678,8 +697,11 @@ def _shape(shape):
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
     try:
-        shape = tuple(int(s) for s in shape)
-    except TypeError:
+        ints = tuple(int(s) for s in shape)
+        if any(i != s for i, s in zip(ints, shape)):     # 2.5 is not a dimension
+            raise ValueError
+        shape = ints
+    except (TypeError, ValueError):
         raise TypeError(f'shape must be an int or a tuple of ints, got {shape!r}') from None
     if any(s < 0 for s in shape):
         raise ValueError(f'negative dimension in shape {shape}')
@@ -769,6 +791,8 @@ def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None, **kwargs)
     _check_kwargs('arange', kwargs, ('stype', 'name', 'infer_range'))
     if stop is None:
         start, stop = 0, start
+    if step == 0:
+        raise ValueError('arange: step must not be zero')
     ctx, dtype = _ctx(ctx), _dtype(dtype)
     n = max(0, int(np.ceil((stop - start) / step)))
     shape = (n * repeat,)

@@ -28,17 +28,46 @@ def _sum_to(g, shape):
     return invoke(OPS['sum'], (g,), {'axis': axes, 'keepdims': False}).reshape(shape)
 
 
+def _axis(name, axis, shape):
+    """``axis`` as a non-negative int, or a clear error naming op and shape."""
+    n = len(shape)
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"operator '{name}': axis must be an int, got {axis!r}")
+    if not -n <= axis < n:
+        raise ValueError(f"operator '{name}': axis {axis} out of range for shape "
+                         f"{tuple(shape)}")
+    return int(axis) % n
+
+
+def _common_dtype(dtypes):
+    """The dtype NumPy gives when it combines arrays of ``dtypes``."""
+    d = dtypes[0]
+    for e in dtypes[1:]:
+        if e != d:
+            d = result_dtype(d, e)
+    return d
+
+
 # === elementwise unary ===========================================================
 class Unary(Op):
     def infer(self, shapes, dtypes, **attrs):
         return shapes[0], dtypes[0]
 
 
+def _keep_dtype(f):
+    """MXNet keeps the input dtype (exp of int32 is int32); NumPy would promote,
+    and the data would disagree with the dtype ``infer`` announced."""
+    def fwd(a):
+        r = f(a)
+        return r if r.dtype == a.dtype else r.astype(a.dtype)
+    return fwd
+
+
 def _unary(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
            float_out=False):
     cls = type(name, (Unary,), {
         'name': name,
-        'forward': staticmethod(forward),
+        'forward': staticmethod(_keep_dtype(forward)),
         'backward': lambda self, g, inputs, out: [backward(g, inputs[0], out)],
         'differentiable': differentiable,
         'cases': (Case((3, 4), low=low, high=high),) if differentiable else (),
@@ -145,7 +174,8 @@ class Clip(Unary):
     cases = (Case((4, 5), a_min=-0.5, a_max=0.5),)
 
     def forward(self, a, a_min, a_max):
-        return np.clip(a, a_min, a_max)
+        r = np.clip(a, a_min, a_max)
+        return r if r.dtype == a.dtype else r.astype(a.dtype)
 
     def backward(self, g, inputs, out, a_min, a_max):
         x = inputs[0]
@@ -172,8 +202,12 @@ def _binary_op(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
         cases = (Case((3, 4), (3, 4), low=low, high=high),
                  Case((2, 3, 4), (3, 1), low=low, high=high),
                  Case((1, 4), (3, 1), low=low, high=high))
+    def fwd(a, b):
+        r = forward(a, b)
+        dt = result_dtype(a.dtype, b.dtype)      # int32 / int32 stays int32
+        return r if r.dtype == dt else r.astype(dt)
     register(type(name, (Binary,), {
-        'name': name, 'forward': staticmethod(forward), 'backward': bwd,
+        'name': name, 'forward': staticmethod(fwd), 'backward': bwd,
         'differentiable': differentiable,
         'cases': cases if differentiable else ()}))
 
@@ -254,6 +288,8 @@ class Reduce(Op):
     def infer(self, shapes, dtypes, axis=None, keepdims=False):
         shape = shapes[0]
         axes = norm_axis(self.name, axis, len(shape))
+        if isinstance(axis, (tuple, list)) and len(axes) != len(axis):
+            raise ValueError(f"operator '{self.name}': repeated axis in {axis}")
         if keepdims:
             out = tuple(1 if i in axes else s for i, s in enumerate(shape))
         else:
@@ -337,7 +373,7 @@ class Prod(Reduce):
     cases = tuple(Case(*c.shapes, low=0.5, high=1.5, **c.attrs) for c in _reduce_cases())
 
     def forward(self, a, axis=None, keepdims=False):
-        return a.prod(axis=axis, keepdims=keepdims)
+        return a.prod(axis=axis, keepdims=keepdims, dtype=a.dtype)
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
         x = inputs[0]
@@ -351,7 +387,8 @@ class Norm(Reduce):
     cases = (Case((3, 4)), Case((3, 4), axis=1))
 
     def forward(self, a, axis=None, keepdims=False):
-        return np.sqrt((a * a).sum(axis=axis, keepdims=keepdims))
+        r = np.sqrt((a * a).sum(axis=axis, keepdims=keepdims))
+        return r if r.dtype == a.dtype else r.astype(a.dtype)
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
         x = inputs[0]
@@ -364,6 +401,7 @@ class _Arg(Reduce):
     def infer(self, shapes, dtypes, axis=None, keepdims=False):
         if axis is None:
             return ((1,) * len(shapes[0]) if keepdims else ()), np.dtype(np.float32)
+        _axis(self.name, axis, shapes[0])         # one axis only, as NumPy's
         return super().infer(shapes, dtypes, axis, keepdims)
 
     def out_dtype(self, dtype):
@@ -407,6 +445,9 @@ def infer_reshape(shape, target, reverse=False):
             out.append(src[i] * src[i + 1]); i += 2
         elif t == -4:
             a, b = target[j + 1], target[j + 2]
+            if a == -1 and b == -1:
+                raise ValueError(f"operator 'reshape': -4 split dims of {tuple(target)}"
+                                 f" cannot both be -1")
             if a == -1:
                 a = src[i] // b
             if b == -1:
@@ -439,7 +480,11 @@ class Reshape(Op):
     cases = (Case((3, 4), shape=(2, -1)), Case((2, 3, 4), shape=(0, -1)))
 
     def infer(self, shapes, dtypes, shape, reverse=False):
-        return infer_reshape(shapes[0], shape, reverse), dtypes[0]
+        try:
+            return infer_reshape(shapes[0], shape, reverse), dtypes[0]
+        except IndexError:      # a 0/-2/-3/-4 code reading past the input's dims
+            raise ValueError(f"operator 'reshape': shape {tuple(shape)} does not fit "
+                             f"the input shape {tuple(shapes[0])}") from None
 
     def forward(self, a, shape, reverse=False):
         return a.reshape(infer_reshape(a.shape, shape, reverse))
@@ -494,6 +539,7 @@ class SwapAxes(Op):
 
     def infer(self, shapes, dtypes, dim1=0, dim2=0):
         s = list(shapes[0])
+        dim1, dim2 = _axis(self.name, dim1, s), _axis(self.name, dim2, s)
         s[dim1], s[dim2] = s[dim2], s[dim1]
         return tuple(s), dtypes[0]
 
@@ -574,6 +620,8 @@ class Tile(Op):
 
     def infer(self, shapes, dtypes, reps):
         s = shapes[0]
+        if any(r < 0 for r in reps):
+            raise ValueError(f"operator 'tile': negative reps {tuple(reps)}")
         n = builtins.max(len(s), len(reps))
         s = (1,) * (n - len(s)) + tuple(s)
         r = (1,) * (n - len(reps)) + tuple(reps)
@@ -604,7 +652,7 @@ class Repeat(Op):
         if axis is None:
             return (int(np.prod(s)) * repeats,), dtypes[0]
         s = list(s)
-        s[axis] *= repeats
+        s[_axis(self.name, axis, s)] *= repeats
         return tuple(s), dtypes[0]
 
     def forward(self, a, repeats, axis=None):
@@ -625,6 +673,8 @@ class Flip(Op):
     cases = (Case((3, 4), axis=1),)
 
     def infer(self, shapes, dtypes, axis):
+        for ax in (axis if isinstance(axis, (tuple, list)) else (axis,)):
+            _axis(self.name, ax, shapes[0])
         return shapes[0], dtypes[0]
 
     def forward(self, a, axis):
@@ -652,7 +702,7 @@ class Concat(Op):
                                  f"outside dim {dim}")
         out = list(s0)
         out[ax] = builtins.sum(s[ax] for s in shapes)
-        return tuple(out), dtypes[0]
+        return tuple(out), _common_dtype(dtypes)
 
     def forward(self, *arrays, dim=1):
         return np.concatenate(arrays, axis=dim)
@@ -681,7 +731,7 @@ class Stack(Op):
             raise ValueError(f"operator 'stack': axis {axis} out of range for "
                              f"shape {shapes[0]}")
         s.insert(axis % (len(s) + 1), len(shapes))
-        return tuple(s), dtypes[0]
+        return tuple(s), _common_dtype(dtypes)
 
     def forward(self, *arrays, axis=0):
         return np.stack(arrays, axis=axis)
@@ -700,7 +750,10 @@ class Split(Op):
 
     def infer(self, shapes, dtypes, num_outputs, axis=1, squeeze_axis=False):
         s = list(shapes[0])
-        ax = axis % len(s)
+        ax = _axis(self.name, axis, s)
+        if not isinstance(num_outputs, (int, np.integer)) or num_outputs < 1:
+            raise ValueError(f"operator 'split': num_outputs must be a positive int, "
+                             f"got {num_outputs!r}")
         if s[ax] % num_outputs:
             raise ValueError(f"operator 'split': axis {axis} of shape {tuple(s)} "
                              f"is not divisible into {num_outputs} parts")
@@ -730,6 +783,7 @@ class SliceAxis(Op):
 
     def infer(self, shapes, dtypes, axis, begin, end):
         s = list(shapes[0])
+        axis = _axis(self.name, axis, s)
         n = s[axis]
         b, e, _ = builtins.slice(begin, end).indices(n)
         s[axis] = builtins.max(0, e - b)
@@ -815,7 +869,7 @@ class Take(Op):
 
     def infer(self, shapes, dtypes, axis=0, mode='clip'):
         a, i = shapes
-        ax = axis % len(a)
+        ax = _axis(self.name, axis, a)
         return a[:ax] + i + a[ax + 1:], dtypes[0]
 
     def forward(self, a, idx, axis=0, mode='clip'):
@@ -865,7 +919,7 @@ class Pick(Op):
 
     def infer(self, shapes, dtypes, axis=-1, keepdims=False, mode='clip'):
         s = list(shapes[0])
-        ax = axis % len(s)
+        ax = _axis(self.name, axis, s)
         expect = tuple(d for i, d in enumerate(s) if i != ax)
         ishape = tuple(shapes[1])
         if ishape != expect and ishape != tuple(1 if i == ax else d for i, d in enumerate(s)):
@@ -907,6 +961,8 @@ class OneHot(Op):
     differentiable = False
 
     def infer(self, shapes, dtypes, depth, on_value=1.0, off_value=0.0, dtype='float32'):
+        if int(depth) < 0:
+            raise ValueError(f"operator 'one_hot': depth must be >= 0, got {depth}")
         return tuple(shapes[0]) + (int(depth),), np.dtype(dtype)
 
     def forward(self, idx, depth, on_value=1.0, off_value=0.0, dtype='float32'):
@@ -928,7 +984,7 @@ class Where(Op):
         if x != y or (c != x and (len(c) != 1 or c[0] != x[0])):
             raise ValueError(f"operator 'where': condition {c}, x {x} and y {y} must "
                              f"have equal shapes (or condition be 1-D over axis 0)")
-        return x, dtypes[1]
+        return x, _common_dtype(dtypes[1:])
 
     def forward(self, c, x, y):
         if c.ndim == 1 and x.ndim > 1:
@@ -1003,7 +1059,7 @@ class BatchDot(Op):
         k2, n = (b[2], b[1]) if transpose_b else (b[1], b[2])
         if k != k2:
             raise ValueError(f"operator 'batch_dot': shapes {a} and {b} do not align")
-        return (a[0], m, n), dtypes[0]
+        return (a[0], m, n), _common_dtype(dtypes)
 
     def forward(self, a, b, transpose_a=False, transpose_b=False):
         if transpose_a:
@@ -1167,6 +1223,8 @@ def concat(*data, dim=1, **kwargs):
     _check_kwargs('concat', kwargs, ('num_args',))
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = tuple(data[0])
+    if not data:
+        raise ValueError('concat needs at least one array')
     return invoke(OPS['concat'], tuple(data), {'dim': dim})
 
 
@@ -1177,6 +1235,8 @@ def stack(*data, axis=0, **kwargs):
     _check_kwargs('stack', kwargs, ('num_args',))
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = tuple(data[0])
+    if not data:
+        raise ValueError('stack needs at least one array')
     return invoke(OPS['stack'], tuple(data), {'axis': axis})
 
 

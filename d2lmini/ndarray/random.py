@@ -74,6 +74,8 @@ def normal(loc=0, scale=1, shape=(1,), dtype=None, ctx=None, out=None, **kw):
     """Samples from N(loc, scale^2)."""
     _params(loc, scale)
     _check_kwargs('normal', kw)
+    if scale < 0:                   # fail here, not later inside the engine
+        raise ValueError(f'normal: scale must be >= 0, got {scale}')
     return _sample(lambda g, s: g.normal(loc, scale, s), shape, ctx, dtype,
                    'random_normal', out)
 
@@ -85,6 +87,8 @@ def randn(*shape, loc=0, scale=1, dtype=None, ctx=None):
 def randint(low, high, shape=(1,), dtype='int32', ctx=None, out=None, **kw):
     """Integers in [low, high)."""
     _check_kwargs('randint', kw)
+    if low >= high:
+        raise ValueError(f'randint: need low < high, got low={low}, high={high}')
     return _sample(lambda g, s: g.integers(low, high, s), shape, ctx, dtype,
                    'random_randint', out)
 

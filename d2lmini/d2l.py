@@ -1,0 +1,546 @@
+"""The d2l book's helpers, MXNet 1.x edition: ``from d2lmini import d2l``.
+
+Same names, arguments and printed output as the helpers the classic book
+defines for MXNet, so its code runs unchanged:
+
+* timing and bookkeeping: :class:`Timer`, :class:`Accumulator`,
+  :class:`Benchmark`;
+* plotting (matplotlib, inline SVG in notebooks): :data:`plt`,
+  :func:`use_svg_display`, :func:`set_figsize`, :func:`set_axes`,
+  :func:`plot`, :class:`Animator`, :func:`show_images`;
+* devices: :func:`try_gpu`, :func:`try_all_gpus`;
+* data: :func:`synthetic_data`, :func:`load_array`,
+  :func:`load_data_fashion_mnist`, :func:`get_fashion_mnist_labels`;
+* training: :func:`linreg`, :func:`squared_loss`, :func:`sgd`,
+  :func:`accuracy`, :func:`evaluate_accuracy`,
+  :func:`evaluate_accuracy_gpu`, :func:`train_ch6`;
+* LeNet: :func:`lenet_classic` (chapter 6) and the multi-GPU chapter's
+  :func:`get_lenet_params` / :func:`lenet` (from raw operators) and
+  :func:`lenet_multigpu` (Gluon).
+
+matplotlib is imported on first use (``d2l.plt`` too), so importing this
+module stays cheap.  In a script (no Jupyter kernel) :class:`Animator`
+draws on its figure without displaying anything, so it runs headless.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import autograd, context
+from . import ndarray as nd
+
+__all__ = ['Timer', 'Accumulator', 'Animator', 'Benchmark', 'use_svg_display',
+           'set_figsize', 'set_axes', 'plot', 'plt', 'try_gpu', 'try_all_gpus',
+           'synthetic_data', 'load_array', 'get_dataloader_workers',
+           'load_data_fashion_mnist', 'get_fashion_mnist_labels', 'show_images',
+           'linreg', 'squared_loss', 'sgd', 'size', 'accuracy',
+           'evaluate_accuracy', 'evaluate_accuracy_gpu', 'train_ch6',
+           'lenet_classic', 'get_lenet_params', 'get_params', 'lenet',
+           'lenet_multigpu', 'split_batch']
+
+
+def __getattr__(name):          # d2l.plt: pyplot, imported on first use
+    if name == 'plt':
+        from matplotlib import pyplot
+        return pyplot
+    raise AttributeError(f"module 'd2lmini.d2l' has no attribute {name!r}")
+
+
+def _plt():
+    from matplotlib import pyplot
+    return pyplot
+
+
+def _in_notebook():
+    """True inside a Jupyter kernel (where figures can be displayed)."""
+    ipython = sys.modules.get('IPython')
+    if ipython is None:
+        return False
+    shell = ipython.get_ipython()
+    return shell is not None and getattr(shell, 'kernel', None) is not None
+
+
+# === timing and bookkeeping ====================================================
+class Timer:
+    """Record multiple running times.
+
+    >>> timer = Timer(); ...; timer.stop()           # seconds since start
+    """
+
+    def __init__(self):
+        self.times = []
+        self.start()
+
+    def start(self):
+        """Start the timer."""
+        self.tik = time.time()
+
+    def stop(self):
+        """Stop the timer and record the time in a list."""
+        self.times.append(time.time() - self.tik)
+        return self.times[-1]
+
+    def avg(self):
+        """Return the average time."""
+        return sum(self.times) / len(self.times)
+
+    def sum(self):
+        """Return the sum of time."""
+        return sum(self.times)
+
+    def cumsum(self):
+        """Return the accumulated time."""
+        return np.array(self.times).cumsum().tolist()
+
+
+class Accumulator:
+    """For accumulating sums over ``n`` variables.
+
+    >>> metric = Accumulator(2); metric.add(3, 10); metric[0] / metric[1]
+    0.3
+    """
+
+    def __init__(self, n):
+        self.data = [0.0] * n
+
+    def add(self, *args):
+        self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+    def reset(self):
+        self.data = [0.0] * len(self.data)
+
+    def __getitem__(self, idx):
+        return self.data[idx]
+
+
+class Benchmark:
+    """``with Benchmark('mlp'): ...`` prints ``mlp: 0.1234 sec``."""
+
+    def __init__(self, description='Done'):
+        self.description = description
+
+    def __enter__(self):
+        self.timer = Timer()
+        return self
+
+    def __exit__(self, *args):
+        print(f'{self.description}: {self.timer.stop():.4f} sec')
+
+
+# === plotting ======================================================================
+def use_svg_display():
+    """Use the svg format to display a plot in Jupyter."""
+    if not _in_notebook():
+        return
+    try:
+        from matplotlib_inline import backend_inline
+    except ImportError:                      # older IPython
+        from IPython.display import set_matplotlib_formats as fmt
+    else:
+        fmt = backend_inline.set_matplotlib_formats
+    fmt('svg')
+
+
+def set_figsize(figsize=(3.5, 2.5)):
+    """Set the figure size for matplotlib."""
+    use_svg_display()
+    _plt().rcParams['figure.figsize'] = figsize
+
+
+def set_axes(axes, xlabel, ylabel, xlim, ylim, xscale, yscale, legend):
+    """Set the axes for matplotlib."""
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_xscale(xscale)
+    axes.set_yscale(yscale)
+    axes.set_xlim(xlim)
+    axes.set_ylim(ylim)
+    if legend:
+        axes.legend(legend)
+    axes.grid()
+
+
+def _host(x):
+    return x.asnumpy() if hasattr(x, 'asnumpy') else x
+
+
+def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
+         xscale='linear', yscale='linear', fmts=('-', 'm--', 'g-.', 'r:'),
+         figsize=(3.5, 2.5), axes=None):
+    """Plot data points (one curve per row of ``Y``, or ``X`` alone)."""
+    if legend is None:
+        legend = []
+    set_figsize(figsize)
+    axes = axes if axes else _plt().gca()
+
+    def has_one_axis(X):             # True if X (array or list) has 1 axis
+        return (hasattr(X, 'ndim') and X.ndim == 1 or isinstance(X, list)
+                and not hasattr(X[0], '__len__'))
+
+    X, Y = _host(X), _host(Y)
+    if has_one_axis(X):
+        X = [X]
+    if Y is None:
+        X, Y = [[]] * len(X), X
+    elif has_one_axis(Y):
+        Y = [Y]
+    if len(X) != len(Y):
+        X = X * len(Y)
+    axes.cla()
+    for x, y, fmt in zip(X, Y, fmts):
+        if len(x):
+            axes.plot(_host(x), _host(y), fmt)
+        else:
+            axes.plot(_host(y), fmt)
+    set_axes(axes, xlabel, ylabel, xlim, ylim, xscale, yscale, legend)
+
+
+class Animator:
+    """For plotting data in animation: a live plot in Jupyter.
+
+    Each :meth:`add` appends points and redraws; in a notebook the figure
+    is shown again in place (``display`` + ``clear_output(wait=True)``) and
+    the last state stays in the cell's output.  Elsewhere nothing is shown:
+    the figure is ``animator.fig``.
+
+    >>> animator = Animator(xlabel='epoch', legend=['train loss'])
+    >>> for epoch in range(3):
+    ...     animator.add(epoch + 1, 1.0 / (epoch + 1))
+    """
+
+    def __init__(self, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
+                 xscale='linear', yscale='linear',
+                 fmts=('-', 'm--', 'g-.', 'r:'), nrows=1, ncols=1,
+                 figsize=(3.5, 2.5)):
+        if legend is None:
+            legend = []
+        use_svg_display()
+        self.fig, self.axes = _plt().subplots(nrows, ncols, figsize=figsize)
+        if nrows * ncols == 1:
+            self.axes = [self.axes, ]
+        self.config_axes = lambda: set_axes(
+            self.axes[0], xlabel, ylabel, xlim, ylim, xscale, yscale, legend)
+        self.X, self.Y, self.fmts = None, None, fmts
+
+    def add(self, x, y):
+        """Add one point per curve: ``y`` a number or a list (None skips)."""
+        if not hasattr(y, '__len__'):
+            y = [y]
+        n = len(y)
+        if not hasattr(x, '__len__'):
+            x = [x] * n
+        if not self.X:
+            self.X = [[] for _ in range(n)]
+        if not self.Y:
+            self.Y = [[] for _ in range(n)]
+        for i, (a, b) in enumerate(zip(x, y)):
+            if a is not None and b is not None:
+                self.X[i].append(a)
+                self.Y[i].append(b)
+        self.axes[0].cla()
+        for x, y, fmt in zip(self.X, self.Y, self.fmts):
+            self.axes[0].plot(x, y, fmt)
+        self.config_axes()
+        if _in_notebook():
+            from IPython import display
+            display.display(self.fig)
+            display.clear_output(wait=True)
+
+
+def show_images(imgs, num_rows, num_cols, titles=None, scale=1.5):
+    """Plot a list of images (NDArrays or arrays; ``(H, W, 1)`` is fine too)."""
+    figsize = (num_cols * scale, num_rows * scale)
+    _, axes = _plt().subplots(num_rows, num_cols, figsize=figsize)
+    axes = np.asarray(axes).flatten()
+    imgs = _host(imgs)
+    for i, (ax, img) in enumerate(zip(axes, imgs)):
+        img = np.asarray(_host(img))
+        if img.ndim == 3 and img.shape[-1] == 1:
+            img = img[..., 0]
+        ax.imshow(img)
+        ax.axes.get_xaxis().set_visible(False)
+        ax.axes.get_yaxis().set_visible(False)
+        if titles:
+            ax.set_title(titles[i])
+    return axes
+
+
+# === devices ===========================================================================
+def try_gpu(i=0):
+    """Return gpu(i) if exists, otherwise return cpu()."""
+    return context.gpu(i) if context.num_gpus() >= i + 1 else context.cpu()
+
+
+def try_all_gpus():
+    """Return all available GPUs, or [cpu()] if there is no GPU."""
+    devices = [context.gpu(i) for i in range(context.num_gpus())]
+    return devices if devices else [context.cpu()]
+
+
+# === data ================================================================================
+def synthetic_data(w, b, num_examples):
+    """Generate y = Xw + b + noise."""
+    X = nd.random.normal(0, 1, (num_examples, len(w)))
+    y = nd.dot(X, w) + b
+    y += nd.random.normal(0, 0.01, y.shape)
+    return X, y.reshape((-1, 1))
+
+
+def load_array(data_arrays, batch_size, is_train=True):
+    """Construct a Gluon data iterator."""
+    from .gluon import data as gdata
+    dataset = gdata.ArrayDataset(*data_arrays)
+    return gdata.DataLoader(dataset, batch_size, shuffle=is_train)
+
+
+def get_dataloader_workers():
+    """Use 4 threads to read the data (fewer on a machine with fewer cores)."""
+    return 0 if sys.platform.startswith('win') else min(4, os.cpu_count() or 1)
+
+
+def load_data_fashion_mnist(batch_size, resize=None, root=None):
+    """Download the Fashion-MNIST dataset and then load it into memory.
+
+    Returns ``(train_iter, test_iter)``: DataLoaders of ``(X, y)`` with
+    ``X`` float32 ``(batch, 1, 28, 28)`` (or ``resize`` x ``resize``) in
+    [0, 1] and ``y`` int32.  ``root`` is a folder to look in first.
+    """
+    from .gluon.data import DataLoader
+    from .gluon.data.vision import FashionMNIST, transforms
+    trans = [transforms.ToTensor()]
+    if resize:
+        trans.insert(0, transforms.Resize(resize))
+    trans = transforms.Compose(trans)
+    mnist_train = FashionMNIST(root=root, train=True).transform_first(trans)
+    mnist_test = FashionMNIST(root=root, train=False).transform_first(trans)
+    return (DataLoader(mnist_train, batch_size, shuffle=True,
+                       num_workers=get_dataloader_workers()),
+            DataLoader(mnist_test, batch_size, shuffle=False,
+                       num_workers=get_dataloader_workers()))
+
+
+def get_fashion_mnist_labels(labels):
+    """Return text labels for the Fashion-MNIST dataset."""
+    from .gluon.data.vision.fashion_mnist_files import TEXT_LABELS
+    labels = np.asarray(_host(labels)).reshape(-1)
+    return [TEXT_LABELS[int(i)] for i in labels]
+
+
+# === training ============================================================================
+def linreg(X, w, b):
+    """The linear regression model."""
+    return nd.dot(X, w) + b
+
+
+def squared_loss(y_hat, y):
+    """Squared loss."""
+    return (y_hat - y.reshape(y_hat.shape)) ** 2 / 2
+
+
+def sgd(params, lr, batch_size):
+    """Minibatch stochastic gradient descent."""
+    for param in params:
+        param[:] = param - lr * param.grad / batch_size
+
+
+def size(a):
+    return a.size
+
+
+def _correct(y_hat, y):
+    """The number of correct predictions, as an NDArray (no sync)."""
+    if len(y_hat.shape) > 1 and y_hat.shape[1] > 1:
+        y_hat = y_hat.argmax(axis=1)
+    cmp = y_hat.astype(y.dtype) == y
+    return cmp.astype(y.dtype).sum()
+
+
+def accuracy(y_hat, y):
+    """Compute the number of correct predictions."""
+    return float(_correct(y_hat, y).asscalar())
+
+
+def evaluate_accuracy(net, data_iter):
+    """Compute the accuracy for a model on a dataset."""
+    metric = Accumulator(2)  # No. of correct predictions, no. of predictions
+    for X, y in data_iter:
+        metric.add(accuracy(net(X), y), y.size)
+    return metric[0] / metric[1]
+
+
+def _first_context(net):
+    return list(net.collect_params().values())[0].list_ctx()[0]
+
+
+def evaluate_accuracy_gpu(net, data_iter, device=None):
+    """Compute the accuracy for a model on a dataset using a GPU.
+
+    The counts stay on the device until the end: one sync, not one a batch.
+    """
+    if not device:      # Query the first device where the first parameter is on
+        device = _first_context(net)
+    correct, total = None, 0
+    for X, y in data_iter:
+        X, y = X.as_in_context(device), y.as_in_context(device)
+        c = _correct(net(X), y).astype('float64')
+        correct = c if correct is None else correct + c
+        total += y.size
+    return float(correct.asscalar()) / total if total else 0.0
+
+
+def train_ch6(net, train_iter, test_iter, num_epochs, lr, device=None):
+    """Train a model with a GPU (defined in Chapter 6).
+
+    Initializes ``net`` with Xavier on ``device``, trains it with SGD and
+    softmax cross-entropy, plots train loss / train acc / test acc with an
+    :class:`Animator`, and prints the final metrics and the throughput.
+    Losses and counts are summed on the device and read five times an
+    epoch, so the engine can run ahead of Python between those points.
+    """
+    from . import gluon, init
+    if device is None:
+        device = try_gpu()
+    net.initialize(force_reinit=True, ctx=device, init=init.Xavier())
+    loss = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': lr})
+    animator = Animator(xlabel='epoch', xlim=[1, num_epochs],
+                        legend=['train loss', 'train acc', 'test acc'])
+    timer, num_batches = Timer(), len(train_iter)
+    every = max(1, num_batches // 5)
+    progress = _progress(num_epochs * num_batches)
+    train_l = train_acc = test_acc = float('nan')
+    for epoch in range(num_epochs):
+        # Sum of training loss, sum of training accuracy, no. of examples
+        metric = Accumulator(3)
+        l_sum = acc_sum = None
+        n = 0
+        timer.start()
+        for i, (X, y) in enumerate(train_iter):
+            X, y = X.as_in_context(device), y.as_in_context(device)
+            with autograd.record():
+                y_hat = net(X)
+                l = loss(y_hat, y)
+            l.backward()
+            trainer.step(X.shape[0])
+            s, c = l.sum().astype('float64'), _correct(y_hat, y).astype('float64')
+            l_sum = s if l_sum is None else l_sum + s
+            acc_sum = c if acc_sum is None else acc_sum + c
+            n += X.shape[0]
+            if (i + 1) % every == 0 or i == num_batches - 1:
+                metric.add(l_sum.asscalar(), acc_sum.asscalar(), n)
+                l_sum = acc_sum = None
+                n = 0
+                train_l = metric[0] / metric[2]
+                train_acc = metric[1] / metric[2]
+                animator.add(epoch + (i + 1) / num_batches,
+                             (train_l, train_acc, None))
+            if progress is not None:
+                progress.update(1)
+        timer.stop()
+        test_acc = evaluate_accuracy_gpu(net, test_iter, device)
+        animator.add(epoch + 1, (None, None, test_acc))
+        if progress is not None:
+            progress.set_postfix(loss=f'{train_l:.3f}', train_acc=f'{train_acc:.3f}',
+                                 test_acc=f'{test_acc:.3f}')
+    if progress is not None:
+        progress.close()
+    print(f'loss {train_l:.3f}, train acc {train_acc:.3f}, '
+          f'test acc {test_acc:.3f}')
+    print(f'{metric[2] * num_epochs / timer.sum():.1f} examples/sec '
+          f'on {str(device)}')
+
+
+def _progress(total):
+    """A tqdm bar for scripts on a terminal (notebooks have the Animator)."""
+    if _in_notebook() or not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit='batch', leave=False, file=sys.stderr)
+
+
+# === LeNet ===============================================================================
+def lenet_classic():
+    """LeNet-5 as in chapter 6 (sigmoid activations, average pooling)."""
+    from .gluon import nn
+    net = nn.Sequential()
+    net.add(nn.Conv2D(channels=6, kernel_size=5, padding=2, activation='sigmoid'),
+            nn.AvgPool2D(pool_size=2, strides=2),
+            nn.Conv2D(channels=16, kernel_size=5, activation='sigmoid'),
+            nn.AvgPool2D(pool_size=2, strides=2),
+            nn.Dense(120, activation='sigmoid'),
+            nn.Dense(84, activation='sigmoid'),
+            nn.Dense(10))
+    return net
+
+
+def get_lenet_params(ctx=None, scale=0.01):
+    """The multi-GPU chapter's LeNet parameters on ``ctx``, with gradients.
+
+    ``[W1, b1, W2, b2, W3, b3, W4, b4]``: weights ~ N(0, scale^2), zero
+    biases.  For several devices, make them once and copy them with
+    :func:`get_params`, so every device starts from the same values.
+    """
+    ctx = ctx or context.current_context()
+    shapes = [(20, 1, 3, 3), (20,), (50, 20, 5, 5), (50,), (800, 128), (128,),
+              (128, 10), (10,)]
+    params = []
+    for shape in shapes:
+        if len(shape) == 1:
+            params.append(nd.zeros(shape, ctx=ctx))
+        else:
+            params.append(nd.random.normal(0, scale, shape=shape, ctx=ctx))
+    for p in params:
+        p.attach_grad()
+    return params
+
+
+def get_params(params, device):
+    """Copy ``params`` to ``device`` and attach gradients."""
+    new_params = [p.copyto(device) for p in params]
+    for p in new_params:
+        p.attach_grad()
+    return new_params
+
+
+def lenet(X, params):
+    """The multi-GPU chapter's LeNet, from raw operators."""
+    h1_conv = nd.Convolution(data=X, weight=params[0], bias=params[1],
+                             kernel=(3, 3), num_filter=20)
+    h1_activation = nd.relu(h1_conv)
+    h1 = nd.Pooling(data=h1_activation, pool_type='avg', kernel=(2, 2),
+                    stride=(2, 2))
+    h2_conv = nd.Convolution(data=h1, weight=params[2], bias=params[3],
+                             kernel=(5, 5), num_filter=50)
+    h2_activation = nd.relu(h2_conv)
+    h2 = nd.Pooling(data=h2_activation, pool_type='avg', kernel=(2, 2),
+                    stride=(2, 2))
+    h2 = h2.reshape((h2.shape[0], -1))
+    h3_linear = nd.dot(h2, params[4]) + params[5]
+    h3 = nd.relu(h3_linear)
+    y_hat = nd.dot(h3, params[6]) + params[7]
+    return y_hat
+
+
+def lenet_multigpu():
+    """The multi-GPU chapter's LeNet as a Gluon network (same layers)."""
+    from .gluon import nn
+    net = nn.Sequential()
+    net.add(nn.Conv2D(channels=20, kernel_size=3, activation='relu'),
+            nn.AvgPool2D(pool_size=2, strides=2),
+            nn.Conv2D(channels=50, kernel_size=5, activation='relu'),
+            nn.AvgPool2D(pool_size=2, strides=2),
+            nn.Dense(128, activation='relu'),
+            nn.Dense(10))
+    return net
+
+
+def split_batch(X, y, devices):
+    """Split ``X`` and ``y`` into multiple devices."""
+    from .gluon import utils
+    assert X.shape[0] == y.shape[0]
+    return (utils.split_and_load(X, devices), utils.split_and_load(y, devices))

@@ -1,0 +1,23 @@
+"""Gluon: the imperative high-level API (Blocks, layers, losses, Trainer, data).
+
+``from d2lmini import gluon; from d2lmini.gluon import nn, loss as gloss``
+gives MXNet 1.x's ``gluon`` surface.  ``gluon.data`` and ``gluon.Trainer``
+load on first use.
+"""
+import importlib
+
+from .parameter import (Parameter, Constant, ParameterDict,    # noqa: F401
+                        DeferredInitializationError)
+from .block import Block, HybridBlock                           # noqa: F401
+from . import nn, loss, utils                                   # noqa: F401
+
+__all__ = ['Parameter', 'Constant', 'ParameterDict', 'DeferredInitializationError',
+           'Block', 'HybridBlock', 'Trainer', 'nn', 'loss', 'utils', 'data']
+
+
+def __getattr__(name):              # the data pipeline and Trainer load lazily
+    if name == 'data':
+        return importlib.import_module('.data', __name__)
+    if name == 'Trainer':
+        return importlib.import_module('.trainer', __name__).Trainer
+    raise AttributeError(f"module 'd2lmini.gluon' has no attribute {name!r}")

@@ -1,0 +1,241 @@
+"""Loss functions (``gluon.loss``): one loss value per sample.
+
+A loss is a HybridBlock called as ``loss(pred, label[, sample_weight])``.
+It returns shape ``(batch,)``: the per-element loss averaged over every
+axis but ``batch_axis``.  ``l.backward()`` on that vector sums it (a head
+gradient of ones), which is why ``trainer.step(batch_size)`` divides by the
+batch size.  All formulas are the numerically stable ones (log-softmax,
+``max(x, 0) - x*z + log(1 + exp(-|x|))``), safe for large logits.
+
+Examples
+--------
+>>> loss = gluon.loss.SoftmaxCrossEntropyLoss()
+>>> loss(nd.array([[10., 0.], [0., 10.]]), nd.array([0, 1])).shape
+(2,)
+"""
+import numbers
+
+from .block import HybridBlock
+
+__all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss',
+           'SigmoidBCELoss', 'SoftmaxCrossEntropyLoss', 'SoftmaxCELoss',
+           'KLDivLoss', 'HuberLoss', 'HingeLoss', 'SquaredHingeLoss', 'LogisticLoss']
+
+
+def _reshape_like(x, y):
+    """``x`` in ``y``'s shape (labels may come as (N,) for (N, 1) predictions)."""
+    if x.shape == y.shape:
+        return x
+    if x.size != y.size:
+        raise ValueError(f'label of shape {x.shape} does not match prediction of '
+                         f'shape {y.shape}')
+    return x.reshape(y.shape)
+
+
+def _apply_weighting(F, loss, weight=None, sample_weight=None):
+    if sample_weight is not None:
+        loss = F.broadcast_mul(loss, sample_weight)
+    if weight is not None:
+        if not isinstance(weight, numbers.Number):
+            raise TypeError(f'the loss weight must be a number, got '
+                            f'{type(weight).__name__}')
+        loss = loss * weight
+    return loss
+
+
+def _batch_mean(F, loss, batch_axis):
+    """Mean over all axes except ``batch_axis``: shape (batch,)."""
+    axes = tuple(i for i in range(loss.ndim) if i != batch_axis % max(loss.ndim, 1))
+    if not axes:
+        return loss
+    return F.mean(loss, axis=axes)
+
+
+class Loss(HybridBlock):
+    """Base class: ``weight`` scales the loss, ``batch_axis`` marks the samples."""
+
+    def __init__(self, weight, batch_axis, **kwargs):
+        super().__init__(**kwargs)
+        self._weight = weight
+        self._batch_axis = batch_axis
+
+    def __repr__(self):
+        return f'{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})'
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError
+
+
+class L2Loss(Loss):
+    r"""``0.5 * (pred - label)^2``, averaged per sample."""
+
+    def __init__(self, weight=1., batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(label, pred)
+        loss = F.square(label - pred)
+        loss = _apply_weighting(F, loss, self._weight / 2, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class L1Loss(Loss):
+    r"""``|pred - label|``, averaged per sample."""
+
+    def __init__(self, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(label, pred)
+        loss = F.abs(label - pred)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class SigmoidBinaryCrossEntropyLoss(Loss):
+    r"""Binary cross-entropy on logits (default) or probabilities.
+
+    With ``from_sigmoid=False`` ``pred`` are logits and the loss is
+    ``max(x, 0) - x*z + log(1 + exp(-|x|))`` (never overflows).
+    ``pos_weight`` (an array broadcast against ``pred``) weights positives.
+    """
+
+    def __init__(self, from_sigmoid=False, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_sigmoid = from_sigmoid
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None, pos_weight=None):
+        label = _reshape_like(label, pred)
+        if not self._from_sigmoid:
+            softplus_neg_abs = F.softrelu(-F.abs(pred))       # log(1 + exp(-|x|))
+            if pos_weight is None:
+                loss = F.relu(pred) - pred * label + softplus_neg_abs
+            else:
+                log_weight = 1 + F.broadcast_mul(pos_weight - 1, label)
+                loss = pred - pred * label + log_weight * (softplus_neg_abs +
+                                                           F.relu(-pred))
+        else:
+            eps = 1e-12
+            if pos_weight is None:
+                loss = -(F.log(pred + eps) * label +
+                         F.log(1. - pred + eps) * (1. - label))
+            else:
+                loss = -(F.broadcast_mul(F.log(pred + eps) * label, pos_weight) +
+                         F.log(1. - pred + eps) * (1. - label))
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
+
+
+class SoftmaxCrossEntropyLoss(Loss):
+    r"""Cross-entropy of ``softmax(pred)`` against the labels.
+
+    ``sparse_label=True``: labels are class indices, shape (batch,);
+    otherwise a distribution with ``pred``'s shape.  ``from_logits=True``
+    means ``pred`` already holds log-probabilities.
+    """
+
+    def __init__(self, axis=-1, sparse_label=True, from_logits=False, weight=None,
+                 batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._axis = axis
+        self._sparse_label = sparse_label
+        self._from_logits = from_logits
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if not self._from_logits:
+            pred = F.log_softmax(pred, axis=self._axis)
+        if self._sparse_label:
+            loss = -F.pick(pred, label, axis=self._axis, keepdims=True)
+        else:
+            label = _reshape_like(label, pred)
+            loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+SoftmaxCELoss = SoftmaxCrossEntropyLoss
+
+
+class KLDivLoss(Loss):
+    r"""``label * (log(label) - pred)`` with ``pred`` log-probabilities
+    (``from_logits=True``, default) or logits."""
+
+    def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0,
+                 **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._axis = axis
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if not self._from_logits:
+            pred = F.log_softmax(pred, axis=self._axis)
+        loss = label * (F.log(label + 1e-12) - pred)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class HuberLoss(Loss):
+    r"""``0.5/rho * d^2`` for ``|d| <= rho``, else ``|d| - 0.5*rho`` (d = label - pred)."""
+
+    def __init__(self, rho=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._rho = rho
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(label, pred)
+        d = F.abs(label - pred)
+        loss = F.where(d > self._rho, d - 0.5 * self._rho,
+                       (0.5 / self._rho) * F.square(d))
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class HingeLoss(Loss):
+    r"""``max(0, margin - pred * label)`` for labels in {-1, 1}."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(label, pred)
+        loss = F.relu(self._margin - pred * label)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class SquaredHingeLoss(Loss):
+    r"""``max(0, margin - pred * label)^2`` for labels in {-1, 1}."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(label, pred)
+        loss = F.square(F.relu(self._margin - pred * label))
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class LogisticLoss(Loss):
+    r"""``log(1 + exp(-pred * label))``; labels in {-1, 1} ('signed') or {0, 1}
+    ('binary')."""
+
+    def __init__(self, weight=None, batch_axis=0, label_format='signed', **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        if label_format not in ('signed', 'binary'):
+            raise ValueError(f"label_format must be 'signed' or 'binary', got "
+                             f"{label_format!r}")
+        self._label_format = label_format
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(label, pred)
+        if self._label_format == 'binary':
+            label = 2 * label - 1
+        loss = F.softrelu(-pred * label)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)

@@ -1,0 +1,218 @@
+"""The book's helpers (d2lmini.d2l), run headless (MPLBACKEND=Agg)."""
+import contextlib
+import re
+import time
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use('Agg')
+
+import d2lmini as mx                                   # noqa: E402
+from d2lmini import autograd, d2l, nd                  # noqa: E402
+
+try:                        # nn operators not in nd yet: the gluon stand-ins
+    from _gluon_standins import standin_ops
+except ImportError:         # pragma: no cover
+    standin_ops = contextlib.nullcontext
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    d2l.plt.close('all')
+
+
+def test_timer_and_accumulator():
+    timer = d2l.Timer()
+    time.sleep(0.01)
+    t1 = timer.stop()
+    timer.start()
+    t2 = timer.stop()
+    assert t1 >= 0.009 and t2 < t1
+    assert timer.sum() == pytest.approx(t1 + t2)
+    assert timer.avg() == pytest.approx((t1 + t2) / 2)
+    assert timer.cumsum() == pytest.approx([t1, t1 + t2])
+    metric = d2l.Accumulator(3)
+    metric.add(1, nd.array([2.0]).sum(), np.float32(3))
+    metric.add(1, 2, 3)
+    assert metric.data == [2.0, 4.0, 6.0] and metric[1] == 4.0
+    metric.reset()
+    assert metric.data == [0.0, 0.0, 0.0]
+
+
+def test_benchmark_prints_its_time(capsys):
+    with d2l.Benchmark('mlp'):
+        time.sleep(0.01)
+    out = capsys.readouterr().out
+    assert re.fullmatch(r'mlp: \d+\.\d{4} sec\n', out), out
+    with d2l.Benchmark():
+        pass
+    assert capsys.readouterr().out.startswith('Done: ')
+
+
+def test_animator_in_a_script(capsys):
+    animator = d2l.Animator(xlabel='epoch', xlim=[1, 3],
+                            legend=['train loss', 'train acc', 'test acc'])
+    for epoch in range(3):
+        animator.add(epoch + 0.5, (1.0 / (epoch + 1), 0.5 + 0.1 * epoch, None))
+        animator.add(epoch + 1, (None, None, 0.4 + 0.1 * epoch))
+    ax = animator.axes[0]
+    lines = ax.get_lines()
+    assert len(lines) == 3
+    np.testing.assert_allclose(lines[0].get_xdata(), [0.5, 1.5, 2.5])
+    np.testing.assert_allclose(lines[0].get_ydata(), [1.0, 0.5, 1 / 3])
+    np.testing.assert_allclose(lines[2].get_xdata(), [1, 2, 3])
+    np.testing.assert_allclose(lines[2].get_ydata(), [0.4, 0.5, 0.6])
+    assert lines[1].get_linestyle() == '--'            # fmts 'm--'
+    assert ax.get_xlabel() == 'epoch' and ax.get_xlim() == (1, 3)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == \
+        ['train loss', 'train acc', 'test acc']
+    assert capsys.readouterr().out == ''               # nothing printed headless
+    animator.fig.canvas.draw()                          # renders with Agg
+
+
+def test_animator_in_a_notebook_displays_then_clears(monkeypatch):
+    from IPython import display
+    calls = []
+    monkeypatch.setattr(d2l, '_in_notebook', lambda: True)
+    monkeypatch.setattr(display, 'display', lambda obj: calls.append(('show', obj)))
+    monkeypatch.setattr(display, 'clear_output',
+                        lambda wait=False: calls.append(('clear', wait)))
+    animator = d2l.Animator(legend=['a'], nrows=1, ncols=2, figsize=(4, 2))
+    animator.add(1, 2)
+    animator.add(2, 3)
+    assert calls == [('show', animator.fig), ('clear', True)] * 2
+    assert len(animator.axes) == 2
+
+
+def test_plot_helpers():
+    d2l.set_figsize((2, 1.5))
+    assert tuple(d2l.plt.rcParams['figure.figsize']) == (2, 1.5)
+    x = nd.arange(5)
+    d2l.plot(x, [x * 2, x ** 2], 'x', 'f(x)', legend=['2x', 'x^2'])
+    lines = d2l.plt.gca().get_lines()
+    np.testing.assert_allclose(lines[1].get_ydata(), np.arange(5) ** 2)
+    d2l.use_svg_display()                     # a no-op outside Jupyter
+
+
+def test_devices():
+    assert d2l.try_gpu(99) == mx.cpu()
+    gpus = d2l.try_all_gpus()
+    if mx.num_gpus():
+        assert gpus == [mx.gpu(i) for i in range(mx.num_gpus())]
+    else:
+        assert gpus == [mx.cpu()] and d2l.try_gpu() == mx.cpu()
+
+
+def test_accuracy_and_evaluate():
+    y_hat = nd.array([[0.1, 0.3, 0.6], [0.3, 0.2, 0.5], [0.9, 0.05, 0.05]])
+    y = nd.array([2, 2, 1], dtype='int32')
+    assert d2l.accuracy(y_hat, y) == 2.0
+    assert d2l.accuracy(nd.array([1, 2, 3]), nd.array([1, 0, 3])) == 2.0
+    X = nd.arange(20).reshape((10, 2))
+    labels = nd.array(np.arange(10) % 2, dtype='int32')
+    loader = d2l.load_array((X, labels), 4, is_train=False)
+
+    def net(x):            # predicts class 1 for every example
+        n, c = x.shape[0], x.context
+        return nd.concat(nd.zeros((n, 1), ctx=c), nd.ones((n, 1), ctx=c), dim=1)
+    assert d2l.evaluate_accuracy(net, loader) == pytest.approx(0.5)
+    assert d2l.evaluate_accuracy_gpu(net, loader, mx.cpu(1)) == pytest.approx(0.5)
+
+
+def test_linear_regression_from_scratch():
+    """d2l 3.2 with sgd, linreg, squared_loss, synthetic_data, load_array."""
+    true_w, true_b = nd.array([2, -3.4]), 4.2
+    features, labels = d2l.synthetic_data(true_w, true_b, 1000)
+    assert features.shape == (1000, 2) and labels.shape == (1000, 1)
+    w = nd.random.normal(0, 0.01, (2, 1))
+    b = nd.zeros(1)
+    w.attach_grad()
+    b.attach_grad()
+    for epoch in range(3):
+        for X, y in d2l.load_array((features, labels), 10):
+            with autograd.record():
+                ls = d2l.squared_loss(d2l.linreg(X, w, b), y)
+            ls.backward()
+            d2l.sgd([w, b], 0.03, 10)
+    np.testing.assert_allclose(w.asnumpy().ravel(), [2, -3.4], atol=5e-3)
+    assert abs(b.asscalar() - 4.2) < 5e-3
+
+
+def test_fashion_mnist_helpers(fashion_mnist_dir):
+    assert d2l.get_fashion_mnist_labels(nd.array([0, 9, 3])) == \
+        ['t-shirt', 'ankle boot', 'dress']
+    train_iter, test_iter = d2l.load_data_fashion_mnist(256, root=fashion_mnist_dir)
+    assert len(train_iter) == 235 and len(test_iter) == 40
+    X, y = next(iter(test_iter))
+    assert X.shape == (256, 1, 28, 28) and X.dtype == np.float32
+    assert y.dtype == np.int32 and 0 <= X.asnumpy().min() <= X.asnumpy().max() <= 1
+    _, test64 = d2l.load_data_fashion_mnist(32, resize=64, root=fashion_mnist_dir)
+    X64, _ = next(iter(test64))
+    assert X64.shape == (32, 1, 64, 64)
+    axes = d2l.show_images(X.squeeze(axis=1)[:6], 2, 3,
+                           titles=d2l.get_fashion_mnist_labels(y[:6]))
+    assert len(axes) == 6 and axes[0].get_title() == \
+        d2l.get_fashion_mnist_labels(y[:1])[0]
+    from d2lmini.gluon.data.vision import FashionMNIST
+    Xr, yr = FashionMNIST(root=fashion_mnist_dir, train=False)[:4]
+    assert len(d2l.show_images(Xr, 1, 4)) == 4       # (H, W, 1) images too
+
+
+def test_lenet_from_raw_ops():
+    params = d2l.get_lenet_params(mx.cpu(0))
+    assert [p.shape for p in params] == [
+        (20, 1, 3, 3), (20,), (50, 20, 5, 5), (50,), (800, 128), (128,),
+        (128, 10), (10,)]
+    assert abs(float(params[4].asnumpy().std()) - 0.01) < 0.001
+    copies = d2l.get_params(params, mx.cpu(1))
+    assert copies[0].context == mx.cpu(1) and copies[0].grad is not None
+    np.testing.assert_array_equal(copies[2].asnumpy(), params[2].asnumpy())
+    X = nd.random.uniform(shape=(2, 1, 28, 28))
+    with standin_ops():
+        with autograd.record():
+            out = d2l.lenet(X, params)
+            loss = (out ** 2).sum()
+        loss.backward()
+    assert out.shape == (2, 10)
+    assert all(float(nd.abs(p.grad).sum().asscalar()) > 0 for p in params[::2])
+
+
+@pytest.mark.parametrize('builder,shapes', [
+    (d2l.lenet_classic, [(6, 1, 5, 5), (6,), (16, 6, 5, 5), (16,), (120, 400),
+                         (120,), (84, 120), (84,), (10, 84), (10,)]),
+    (d2l.lenet_multigpu, [(20, 1, 3, 3), (20,), (50, 20, 5, 5), (50,),
+                          (128, 800), (128,), (10, 128), (10,)]),
+])
+def test_lenet_blocks(builder, shapes):
+    net = builder()
+    net.initialize()
+    with standin_ops():
+        out = net(nd.random.uniform(shape=(2, 1, 28, 28)))
+    assert out.shape == (2, 10)
+    assert [p.shape for p in net.collect_params().values()] == shapes
+
+
+def test_train_ch6_on_a_small_subset(fashion_mnist_dir, capsys):
+    from d2lmini.gluon.data import DataLoader
+    from d2lmini.gluon.data.vision import FashionMNIST, transforms
+    trans = transforms.ToTensor()
+    train = FashionMNIST(root=fashion_mnist_dir, train=True).take(512)
+    test = FashionMNIST(root=fashion_mnist_dir, train=False).take(256)
+    train_iter = DataLoader(train.transform_first(trans), 64, shuffle=True)
+    test_iter = DataLoader(test.transform_first(trans), 128)
+    net = d2l.lenet_classic()
+    with standin_ops():
+        d2l.train_ch6(net, train_iter, test_iter, 2, 0.9, mx.cpu(0))
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r'loss \d+\.\d{3}, train acc \d\.\d{3}, test acc \d\.\d{3}',
+                        out[-2]), out
+    assert re.fullmatch(r'\d+\.\d examples/sec on cpu\(0\)', out[-1]), out
+    fig = d2l.plt.gcf()
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 3                                 # loss, train acc, test acc
+    np.testing.assert_allclose(lines[2].get_xdata(), [1, 2])
+    # 8 batches an epoch: a point every 8 // 5 = 1 batches, as in d2l.
+    np.testing.assert_allclose(lines[0].get_xdata(), np.arange(1, 17) / 8)

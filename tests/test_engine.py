@@ -1,0 +1,613 @@
+"""The asynchronous engine: ordering, dependencies, errors, modes, bounds, trace.
+
+Asynchrony is shown with *gates*: a test op whose kernel blocks its device's
+worker until the test opens it.  While a gate is closed, everything pushed
+behind it on that device is provably pending, so no assertion here depends
+on how fast anything runs.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+import d2lmini as mx
+from d2lmini import engine, nd
+from d2lmini.ndarray.registry import OPS, Op
+
+from conftest import HAS_GPU
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CPU_PAIRS = [(mx.cpu(0), mx.cpu(1))]
+DEVICE_PAIRS = CPU_PAIRS + [
+    pytest.param(mx.gpu(0), mx.cpu(1), marks=pytest.mark.skipif(
+        not HAS_GPU, reason='no GPU')),
+    pytest.param(mx.cpu(1), mx.gpu(0), marks=pytest.mark.skipif(
+        not HAS_GPU, reason='no GPU')),
+    pytest.param(mx.gpu(0), mx.gpu(1), marks=pytest.mark.skipif(
+        mx.num_gpus() < 2, reason='needs two GPUs'))]
+
+
+# --- test-only operators ---------------------------------------------------------
+class _TestOp(Op):
+    differentiable = False
+
+    def infer(self, shapes, dtypes, **attrs):
+        return shapes[0], dtypes[0]
+
+
+def _register(cls):
+    op = cls()
+    op.name = f'_test_{cls.__name__}_{uuid.uuid4().hex[:8]}'
+    OPS[op.name] = op
+    return op
+
+
+class Gate(_TestOp):
+    """Blocks the worker until ``gate`` (a threading.Event) is set; copies."""
+
+    def forward(self, a, gate, seen=None):
+        if seen is not None:
+            seen.append(threading.get_ident())
+        if not gate.wait(timeout=60):        # a broken test fails, not hangs
+            raise TimeoutError('gate never opened')
+        return a.copy()
+
+
+class Boom(_TestOp):
+    """Always fails inside its kernel."""
+
+    def forward(self, a):
+        raise ValueError('boom: this kernel always fails')
+
+
+class Probe(_TestOp):
+    """Calls ``fn()`` from the worker, then returns its input."""
+
+    def forward(self, a, fn):
+        fn()
+        return a
+
+
+@pytest.fixture(scope='module')
+def ops():
+    made = {name: _register(cls) for name, cls in
+            [('gate', Gate), ('boom', Boom), ('probe', Probe)]}
+    yield made
+    for op in made.values():
+        del OPS[op.name]
+
+
+@pytest.fixture
+def threaded():
+    """Force the asynchronous engine (also under D2LMINI_ENGINE=naive)."""
+    with engine.engine_mode('threaded'):
+        yield
+    nd.waitall()
+
+
+def gate(ops, x, ev, seen=None):
+    return nd.invoke(ops['gate'], (x,), {'gate': ev, 'seen': seen})
+
+
+def open_later(ev, delay=0.05):
+    threading.Timer(delay, ev.set).start()
+
+
+def _poll(cond, timeout=0.3):
+    """True as soon as ``cond()`` is; False after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.002)
+    return cond()
+
+
+# --- asynchrony, ordering, sync points ------------------------------------------------
+def test_ops_return_at_once_and_wait_to_read(ops, threaded, ctx):
+    x = nd.ones((3, 4), ctx=ctx)
+    ev = threading.Event()
+    s = engine.stream_for(ctx)
+    y = gate(ops, x, ev)                       # returns while its kernel is blocked
+    z = (y * 2 + 1).sum()                      # queued behind it
+    assert (y.shape, y.context, z.shape) == ((3, 4), ctx, ())
+    assert s.pushed - s.done >= 3              # nothing of it has run yet
+    assert y._stream is s and z._seq > y._seq
+    ev.set()
+    y.wait_to_read()
+    assert s.done >= y._seq
+    assert z.asscalar() == 36.0
+    nd.waitall()
+    assert s.pushed == s.done
+
+
+@pytest.mark.parametrize('read', ['asnumpy', 'asscalar', 'print', 'float'])
+def test_reads_wait_implicitly(ops, threaded, read, capsys):
+    ev = threading.Event()
+    y = (gate(ops, nd.ones((1,)), ev) + 41).sum()
+    open_later(ev)
+    if read == 'asnumpy':
+        assert y.asnumpy() == 42
+    elif read == 'asscalar':
+        assert y.asscalar() == 42
+    elif read == 'float':
+        assert float(y) == 42
+    else:
+        print(y)
+        assert '42.' in capsys.readouterr().out
+
+
+def test_waitall_waits_for_every_device(ops, threaded):
+    evs = [threading.Event(), threading.Event()]
+    ys = [gate(ops, nd.ones((2,), ctx=mx.cpu(i)), ev) + i for i, ev in enumerate(evs)]
+    streams = [engine.stream_for(mx.cpu(i)) for i in range(2)]
+    assert all(s.pushed > s.done for s in streams)
+    for ev in evs:
+        open_later(ev)
+    nd.waitall()
+    assert all(s.pushed == s.done for s in streams)
+    assert [y.asnumpy().tolist() for y in ys] == [[1, 1], [2, 2]]
+
+
+def test_chain_of_inplace_updates(engine_kind, ctx):
+    x = nd.zeros((5,), ctx=ctx)
+    ref = np.zeros(5, np.float32)
+    for i in range(300):
+        x += 1
+        x *= 1.5
+        x[i % 5] = x[i % 5] - 2
+        x[:] = x / 2
+        ref += 1
+        ref *= 1.5
+        ref[i % 5] -= 2
+        ref /= 2
+    np.testing.assert_allclose(x.asnumpy(), ref, rtol=1e-6)
+
+
+def test_inplace_after_pending_reads(ops, threaded, ctx):
+    """Readers pushed before a write see the old value (same device)."""
+    x = nd.ones((4,), ctx=ctx)
+    ev = threading.Event()
+    g = gate(ops, x, ev)                       # blocks; reads x
+    y = x * 3                                  # queued: reads x
+    x[:] = 10                                  # queued after both
+    ev.set()
+    assert g.asnumpy().tolist() == [1] * 4
+    assert y.asnumpy().tolist() == [3] * 4
+    assert x.asnumpy().tolist() == [10] * 4
+
+
+def test_views_see_a_later_write(ops, threaded, ctx):
+    """A slice or reshape shares memory: reading it waits for pending writes."""
+    x = nd.zeros((2, 3), ctx=ctx)
+    v, r = x[1:], x.reshape((3, 2))
+    v.wait_to_read(), r.wait_to_read()
+    ev = threading.Event()
+    gate(ops, x, ev)                           # the device is busy ...
+    x[:] = 5                                   # ... so this write is pending
+    open_later(ev)
+    assert v.asnumpy().tolist() == [[5, 5, 5]]
+    assert r.asnumpy().tolist() == [[5, 5]] * 3
+
+
+def test_two_cpu_devices_have_their_own_streams(threaded):
+    s0, s1 = engine.stream_for(mx.cpu(0)), engine.stream_for(mx.cpu(1))
+    assert s0 is not s1 and s0._thread is not s1._thread
+    assert s0._thread.daemon and s1._thread.daemon
+    assert s0 is engine.stream_for(mx.Context('cpu', 0))   # equal contexts, one stream
+
+
+def test_two_cpu_devices_run_at_the_same_time(ops, threaded):
+    """Each op waits at a barrier for the other: serial streams would deadlock."""
+    barrier = threading.Barrier(2, timeout=30)
+    ys = [nd.invoke(ops['probe'], (nd.ones((2,), ctx=mx.cpu(i)),), {'fn': barrier.wait})
+          for i in range(2)]
+    for y in ys:
+        y.wait_to_read()                       # raises if the barrier broke
+    assert not barrier.broken
+
+
+def test_trace_shows_overlap_and_issue_order(threaded):
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    a = [nd.random.uniform(shape=(600, 600), ctx=c) for c in ctxs]
+    with engine.Trace() as tr:
+        for _ in range(4):
+            for i in range(2):                 # pushed interleaved
+                a[i] = nd.dot(a[i], a[i]) / 600
+    assert tr.overlap(*ctxs) > 0
+    streams = tr.by_stream()
+    assert sorted(streams) == ctxs
+    for c in ctxs:
+        spans = streams[c]
+        assert [n for _, n, *_ in spans] == ['dot', '_div_scalar'] * 4
+        seqs = [s for s, *_ in spans]
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+        for (_, _, _, end), (_, _, start, _) in zip(spans, spans[1:]):
+            assert end <= start                # one op at a time per stream
+    assert 0 < tr.busy(ctxs[0]) and tr.overlap(*ctxs) <= min(map(tr.busy, ctxs))
+
+
+def test_trace_overlap_arithmetic():
+    tr = engine.Trace()
+    c0, c1 = mx.cpu(0), mx.cpu(1)
+    tr.t0 = 0.0
+    tr.events = [(c0, 'a', 0.0, 1.0, 1), (c0, 'b', 1.0, 3.0, 2), (c0, 'c', 5.0, 6.0, 3),
+                 (c1, 'x', 0.5, 2.0, 1), (c1, 'y', 2.5, 5.5, 2)]
+    # c0 busy [0, 3] + [5, 6]; c1 busy [0.5, 2] + [2.5, 5.5]
+    assert tr.overlap(c0, c1) == pytest.approx(1.5 + 0.5 + 0.5)
+    assert tr.overlap(c1, c0) == pytest.approx(2.5)
+    assert tr.busy(c0) == pytest.approx(4.0)
+    assert tr.overlap(c0, mx.cpu(7)) == 0
+
+
+def test_trace_chrome_json(threaded, tmp_path):
+    with engine.Trace() as tr:
+        x = nd.ones((8, 8), ctx=mx.cpu(0))
+        y = nd.exp(x).copyto(mx.cpu(1)) + 1
+    fname = tmp_path / 'trace.json'
+    doc = tr.to_chrome(str(fname))
+    assert json.loads(fname.read_text()) == json.loads(json.dumps(doc))
+    ev = doc['traceEvents']
+    threads = {e['tid']: e['args']['name'] for e in ev
+               if e['ph'] == 'M' and e['name'] == 'thread_name'}
+    assert sorted(threads.values()) == ['cpu(0)', 'cpu(1)']
+    spans = [e for e in ev if e['ph'] == 'X']
+    for e in spans:
+        assert {'name', 'ph', 'ts', 'dur', 'pid', 'tid'} <= set(e)
+        assert e['dur'] >= 0 and e['ts'] >= 0 and e['tid'] in threads
+    named = {(threads[e['tid']], e['name']) for e in spans}
+    assert {('cpu(0)', 'ones'), ('cpu(0)', 'exp'), ('cpu(1)', 'copyto'),
+            ('cpu(1)', '_plus_scalar')} <= named
+    assert y.asnumpy()[0, 0] == pytest.approx(np.e + 1)
+
+
+def test_trace_plot(threaded):
+    matplotlib = pytest.importorskip('matplotlib')
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    with engine.Trace() as tr:
+        for i in range(2):
+            nd.dot(nd.ones((50, 50), ctx=mx.cpu(i)), nd.ones((50, 50), ctx=mx.cpu(i)))
+    ax = tr.plot()
+    assert [t.get_text() for t in ax.get_yticklabels()] == ['cpu(0)', 'cpu(1)']
+    assert ax.get_xlabel() == 'time (ms)'
+    plt.close(ax.figure)
+
+
+def test_naive_ops_are_traced():
+    with engine.engine_mode('naive'), engine.Trace() as tr:
+        nd.exp(nd.ones((2,))).wait_to_read()
+    assert [n for _, n, *_ in tr.spans()] == ['ones', 'exp']
+
+
+# --- dependencies across devices ------------------------------------------------------
+@pytest.mark.parametrize('src_ctx,dst_ctx', DEVICE_PAIRS)
+def test_copy_waits_for_its_producer(ops, threaded, src_ctx, dst_ctx):
+    ev = threading.Event()
+    y = gate(ops, nd.ones((3,), ctx=src_ctx), ev) * 7      # slow producer
+    z = y.copyto(dst_ctx) + 1                               # consumer elsewhere
+    assert engine.stream_for(dst_ctx).pushed > engine.stream_for(dst_ctx).done
+    open_later(ev)
+    assert z.context == dst_ctx and z.asnumpy().tolist() == [8, 8, 8]
+
+
+def _busy_dst(ops, ctx):
+    """Block ``ctx``'s stream; returns the event that unblocks it."""
+    ev = threading.Event()
+    gate(ops, nd.ones((1,), ctx=ctx), ev)
+    return ev
+
+
+def test_write_cannot_overtake_a_copy(ops, threaded):
+    """Slow producer on cpu(0), copy to cpu(1), then write the source."""
+    src_ctx, dst_ctx = mx.cpu(0), mx.cpu(1)
+    s0 = engine.stream_for(src_ctx)
+    ev_src = threading.Event()
+    y = gate(ops, nd.full((3,), 2.0, ctx=src_ctx), ev_src)   # slow producer
+    ev_dst = _busy_dst(ops, dst_ctx)            # and the copy itself is delayed
+    z = y.copyto(dst_ctx)
+    y[:] = 100                                  # must wait for the copy's read
+    y += 1
+    write_seq = y._seq
+    ev_src.set()
+    # The source device is free, but the write must still wait for cpu(1).
+    assert not _poll(lambda: s0.done >= write_seq)
+    ev_dst.set()
+    assert z.asnumpy().tolist() == [2, 2, 2]
+    assert y.asnumpy().tolist() == [101, 101, 101]
+
+
+@pytest.mark.parametrize('src_ctx,dst_ctx', DEVICE_PAIRS)
+def test_write_after_copies_to_several_devices(ops, threaded, src_ctx, dst_ctx):
+    x = nd.arange(4, ctx=src_ctx) + 0
+    x.wait_to_read()
+    s = engine.stream_for(src_ctx)
+    others = [dst_ctx, mx.cpu(2)]
+    evs = [_busy_dst(ops, c) for c in others]
+    copies = [x.copyto(c) for c in others]
+    x[:] = -1                                  # must wait for *both* copies
+    write_seq = x._seq
+    evs[1].set()                               # the last copy is free to run
+    assert not _poll(lambda: s.done >= write_seq)
+    evs[0].set()
+    for c in copies:
+        assert c.asnumpy().tolist() == [0, 1, 2, 3]
+    assert x.asnumpy().tolist() == [-1] * 4
+
+
+def test_copy_of_a_view_sees_an_earlier_write(ops, threaded):
+    x = nd.zeros((2, 2), ctx=mx.cpu(0))
+    v = x.reshape((4,))
+    v.wait_to_read()
+    ev = threading.Event()
+    gate(ops, x, ev)
+    x[:] = 3                                    # pending: cpu(0) is blocked
+    z = v.copyto(mx.cpu(1))
+    open_later(ev)
+    assert z.asnumpy().tolist() == [3] * 4
+
+
+def test_copy_roundtrip_chain(engine_kind):
+    x = nd.arange(6).reshape((2, 3))
+    for i in range(20):
+        x = x.copyto(mx.cpu(i % 3)) * 2 + i
+    ref = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for i in range(20):
+        ref = ref * 2 + i
+    np.testing.assert_allclose(x.asnumpy(), ref)
+
+
+# --- errors ---------------------------------------------------------------------------
+def test_error_surfaces_at_the_next_sync_point(ops, threaded, ctx):
+    x = nd.ones((2,), ctx=ctx)
+    y = nd.invoke(ops['boom'], (x,))            # returns: the kernel runs later
+    with pytest.raises(mx.EngineError) as info:
+        y.wait_to_read()
+    err = info.value
+    msg = str(err)
+    assert ops['boom'].name in msg and 'boom: this kernel always fails' in msg
+    assert 'Original traceback' in msg and 'in forward' in msg   # the kernel's frame
+    assert isinstance(err.__cause__, ValueError)
+    assert err.op == ops['boom'].name and err.ctx == ctx
+    assert isinstance(err, mx.MXNetError)
+    with pytest.raises(mx.EngineError):         # still failed when read again
+        y.asnumpy()
+    nd.waitall()                                # already reported: not again
+    assert (x + 1).asnumpy().tolist() == [2, 2]  # the engine keeps working
+
+
+def test_dependents_carry_the_original_error(ops, threaded):
+    x = nd.ones((2,))
+    y = nd.invoke(ops['boom'], (x,))
+    z = ((y + 1) * 2).sum()
+    w = z.copyto(mx.cpu(1)) + 1                 # and across devices
+    x += y                                      # an in-place write poisons x
+    for arr in (z, w, x):
+        with pytest.raises(mx.EngineError) as info:
+            arr.asnumpy()
+        assert info.value.op == ops['boom'].name
+        assert 'boom: this kernel always fails' in str(info.value)
+    assert (nd.ones((2,)) * 3).asnumpy().tolist() == [3, 3]
+
+
+def test_waitall_raises_unread_errors_once(ops, threaded):
+    y = nd.invoke(ops['boom'], (nd.ones((2,)),))
+    y2 = nd.invoke(ops['boom'], (nd.ones((2,), ctx=mx.cpu(1)),))
+    with pytest.raises(mx.EngineError, match='boom'):
+        nd.waitall()
+    nd.waitall()                                # reported: the engine goes on
+    with pytest.raises(mx.EngineError):         # the arrays stay failed
+        y2.wait_to_read()
+    del y
+
+
+def test_naive_mode_raises_at_the_call_site(ops):
+    with engine.engine_mode('naive'):
+        x = nd.ones((2,))
+        with pytest.raises(mx.EngineError) as info:
+            nd.invoke(ops['boom'], (x,))
+        assert isinstance(info.value.__cause__, ValueError)
+        assert ops['boom'].name in str(info.value)
+        assert (x + 1).asnumpy().tolist() == [2, 2]
+
+
+def test_switching_engines_reports_pending_errors(ops):
+    with engine.engine_mode('threaded'):
+        nd.invoke(ops['boom'], (nd.ones((2,)),))
+        with pytest.raises(mx.EngineError):
+            engine.set_engine('naive')          # a sync point: raises, but switches
+        assert engine.engine_type() == 'naive'
+        engine.set_engine('threaded')
+
+
+# --- naive mode -----------------------------------------------------------------------
+def test_engine_mode_api():
+    old = engine.engine_type()
+    with engine.engine_mode('naive'):
+        assert engine.engine_type() == 'naive' and engine.is_naive()
+        with engine.engine_mode('threaded'):
+            assert engine.engine_type() == 'threaded'
+        assert engine.engine_type() == 'naive'
+    assert engine.engine_type() == old
+    assert engine.set_engine(old) == old
+    with pytest.raises(ValueError):
+        engine.set_engine('turbo')
+
+
+@pytest.mark.parametrize('value,expected', [('naive', 'naive'), ('NaiveEngine', 'naive'),
+                                            ('threaded', 'threaded'), ('', 'threaded')])
+def test_engine_env_var(value, expected):
+    env = dict(os.environ, D2LMINI_ENGINE=value, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, '-c', 'import d2lmini as mx; '
+                          'print(mx.engine.engine_type())'],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
+
+
+def test_engine_env_var_rejects_typos():
+    env = dict(os.environ, D2LMINI_ENGINE='naiv', PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, '-c', 'import d2lmini'], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and 'D2LMINI_ENGINE' in out.stderr
+
+
+def test_naive_runs_on_the_calling_thread(ops, engine_kind):
+    ev = threading.Event()
+    ev.set()
+    seen = []
+    gate(ops, nd.ones((1,)), ev, seen).wait_to_read()
+    on_caller = seen == [threading.get_ident()]
+    assert on_caller == (engine_kind == 'naive')
+
+
+def _workload():
+    mx.random.seed(3)
+    x = nd.random.normal(shape=(4, 5))
+    w = nd.random.uniform(shape=(5, 3), ctx=mx.cpu(1))
+    y = nd.dot(x.copyto(mx.cpu(1)), w)
+    y[:, 1] = nd.exp(y[:, 1])
+    y += 1
+    z = y.copyto(mx.cpu(0)).sum(axis=1) * x[:, :1].reshape((4,))
+    return [x, w, y, z]
+
+
+def test_naive_and_threaded_give_the_same_results():
+    results = {}
+    for kind in ['threaded', 'naive']:
+        with engine.engine_mode(kind):
+            results[kind] = [a.asnumpy() for a in _workload()]
+    for a, b in zip(results['threaded'], results['naive']):
+        np.testing.assert_array_equal(a, b)
+
+
+# --- bounded in-flight work --------------------------------------------------------------
+def test_inflight_bound_blocks_the_front_end(ops, threaded):
+    limit = 8
+    old = engine.set_max_inflight(limit)
+    try:
+        ctx = mx.cpu(3)
+        s = engine.stream_for(ctx)
+        x = nd.ones((1,), ctx=ctx)
+        ev = threading.Event()
+        gate(ops, x, ev)
+        pushed = []
+
+        def front():                          # never syncs
+            for i in range(50):
+                pushed.append(x + i)
+        t = threading.Thread(target=front, daemon=True)
+        t.start()
+        assert _poll(lambda: s.pushed - s.done >= limit)
+        time.sleep(0.05)
+        assert t.is_alive() and len(pushed) < limit   # blocked, not queueing
+        assert s.pushed - s.done == limit
+        ev.set()
+        t.join(timeout=60)
+        assert not t.is_alive() and len(pushed) == 50
+        assert pushed[-1].asscalar() == 50
+    finally:
+        engine.set_max_inflight(old)
+
+
+def test_inflight_bound_holds_at_every_op(ops, threaded):
+    limit = 16
+    old = engine.set_max_inflight(limit)
+    try:
+        s = engine.stream_for(mx.cpu(0))
+        seen = []
+        probe = {'fn': lambda: seen.append(s.pushed - s.done)}
+        x = nd.ones((3,))
+        for i in range(400):
+            x = nd.invoke(ops['probe'], (x,), probe) + 1
+            assert s.pushed - s.done <= limit      # as seen by the front end
+        assert x.asnumpy().tolist() == [401] * 3
+        assert len(seen) == 400 and max(seen) <= limit   # as seen by the worker
+    finally:
+        engine.set_max_inflight(old)
+
+
+# --- process life ------------------------------------------------------------------------
+def _run_script(code, timeout=120):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop('D2LMINI_ENGINE', None)
+    return subprocess.run([sys.executable, '-c', textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_exit_with_pending_work():
+    out = _run_script("""
+        import d2lmini as mx
+        from d2lmini import nd
+        a = [nd.random.uniform(shape=(300, 300), ctx=mx.cpu(i)) for i in range(2)]
+        for _ in range(30):
+            for i in range(2):
+                a[i] = nd.dot(a[i], a[i]) / 300
+        s = mx.engine.stream_for(mx.cpu(0))
+        print('pending', s.pushed - s.done > 0)
+        """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith('pending')
+    assert out.stderr == ''
+
+
+def test_exit_with_an_unread_error():
+    out = _run_script("""
+        import d2lmini as mx
+        from d2lmini import nd
+        from d2lmini.ndarray.registry import OPS, Op
+        class Bad(Op):
+            name = 'bad'
+            def infer(self, shapes, dtypes):
+                return shapes[0], dtypes[0]
+            def forward(self, a):
+                raise RuntimeError('bad kernel')
+        nd.invoke(Bad(), (nd.ones((2,)),))
+        """)
+    assert out.returncode == 0, out.stderr
+    assert 'bad kernel' in out.stderr
+
+
+def test_fork_child_gets_working_streams():
+    if not hasattr(os, 'fork'):
+        pytest.skip('no fork on this platform')
+    out = _run_script("""
+        import os
+        import d2lmini as mx
+        from d2lmini import nd
+        x = nd.ones((3,)) + 1
+        x.wait_to_read()
+        y = x * 2                        # maybe pending at the fork
+        pid = os.fork()
+        if pid == 0:
+            ok = (y + x).asnumpy().tolist() == [6, 6, 6]
+            ok = ok and (x.copyto(mx.cpu(1)) + 1).asnumpy().tolist() == [3, 3, 3]
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        print('child', os.WEXITSTATUS(status))
+        """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == 'child 0'
+
+
+# --- CPU threads policy ---------------------------------------------------------------------
+def test_blas_threads_policy(threaded):
+    if engine.blas_threads() is None:
+        pytest.skip('NumPy does not use OpenBLAS here')
+    engine.stream_for(mx.cpu(0)), engine.stream_for(mx.cpu(1))
+    old = engine.set_blas_threads(1)
+    try:
+        assert engine.blas_threads() == 1
+        engine.set_blas_threads(None)           # cores // CPU devices in use
+        ncpu = sum(1 for s in engine._STREAMS.values() if not s.is_gpu)
+        expected = min(engine._BLAS['initial'], max(1, engine._cores() // ncpu))
+        assert engine.blas_threads() == expected
+    finally:
+        engine.set_blas_threads(old)

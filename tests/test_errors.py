@@ -1,0 +1,223 @@
+"""Bad input fails at once with a clear Python exception, never a hang or a
+wrong result.  Messages name the operator, the shapes and the contexts.
+
+Shape errors are found by the front end's shape inference, so they raise at
+the offending line in both engine modes (``engine_kind``).
+"""
+import numpy as np
+import pytest
+
+import d2lmini as mx
+from d2lmini import autograd, nd
+
+
+@pytest.mark.parametrize('bad,kind,words', [
+    (lambda: nd.ones((2, 3)) + nd.ones((4, 5)), ValueError,
+     ['add', '(2, 3)', '(4, 5)']),
+    (lambda: nd.ones((2, 3)) * nd.ones((3, 2)), ValueError,
+     ['multiply', '(2, 3)', '(3, 2)']),
+    (lambda: nd.maximum(nd.ones((2,)), nd.ones((3,))), ValueError,
+     ['maximum', '(2,)', '(3,)']),
+    (lambda: nd.ones((2, 3)) > nd.ones((4,)), ValueError, ['greater', '(2, 3)', '(4,)']),
+    (lambda: nd.dot(nd.ones((2, 3)), nd.ones((4, 5))), ValueError,
+     ['dot', '(2, 3)', '(4, 5)']),
+    (lambda: nd.dot(nd.ones((2, 3)), nd.ones((2, 3)), transpose_b=False), ValueError,
+     ['dot', '(2, 3)']),
+    (lambda: nd.batch_dot(nd.ones((2, 3, 4)), nd.ones((2, 5, 6))), ValueError,
+     ['batch_dot', '(2, 3, 4)', '(2, 5, 6)']),
+    (lambda: nd.ones((2, 3)).reshape((4,)), ValueError, ['reshape', '(2, 3)', '(4,)']),
+    (lambda: nd.ones((2, 3)).reshape((4, -1)), ValueError, ['reshape', '(2, 3)']),
+    (lambda: nd.ones((2, 3)).reshape((-1, -1)), ValueError, ['reshape', '-1']),
+    (lambda: nd.concat(nd.ones((2, 3)), nd.ones((3, 4)), dim=1), ValueError,
+     ['concat', '(2, 3)', '(3, 4)']),
+    (lambda: nd.concat(nd.ones((2, 3)), nd.ones((2, 3)), dim=2), ValueError,
+     ['concat', 'dim 2']),
+    (lambda: nd.stack(nd.ones((2, 3)), nd.ones((3, 2))), ValueError,
+     ['stack', '(2, 3)', '(3, 2)']),
+    (lambda: nd.split(nd.ones((2, 3)), 2, axis=1), ValueError, ['split', '(2, 3)']),
+    (lambda: nd.sum(nd.ones((2, 3)), axis=2), ValueError, ['sum', 'axis 2']),
+    (lambda: nd.ones((2, 3)).transpose((0, 0)), ValueError, ['transpose', '(2, 3)']),
+    (lambda: nd.expand_dims(nd.ones((2, 3)), 4), ValueError, ['expand_dims', '(2, 3)']),
+    (lambda: nd.broadcast_to(nd.ones((2, 3)), (4, 3)), ValueError,
+     ['broadcast_to', '(2, 3)', '(4, 3)']),
+    (lambda: nd.pick(nd.ones((2, 3)), nd.ones((3,))), ValueError, ['pick', '(2, 3)']),
+    (lambda: nd.where(nd.ones((2,)), nd.ones((2, 3)), nd.ones((2, 4))), ValueError,
+     ['where', '(2, 3)', '(2, 4)']),
+])
+def test_shape_errors(engine_kind, bad, kind, words):
+    with pytest.raises(kind) as e:
+        bad()
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+    mx.nd.waitall()             # nothing was left failing inside the engine
+
+
+X = np.arange(6.0).reshape(2, 3)
+
+
+@pytest.mark.parametrize('bad,words', [
+    (lambda x: nd.take(x, nd.array([0]), axis=5), ['take', 'axis 5', '(2, 3)']),
+    (lambda x: nd.pick(x, nd.array([0, 1]), axis=3), ['pick', 'axis 3', '(2, 3)']),
+    (lambda x: nd.swapaxes(x, 0, 5), ['swapaxes', 'axis 5']),
+    (lambda x: nd.repeat(x, 2, axis=5), ['repeat', 'axis 5']),
+    (lambda x: nd.tile(x, (-1,)), ['tile', 'negative']),
+    (lambda x: nd.slice_axis(x, 5, 0, 1), ['slice_axis', 'axis 5']),
+    (lambda x: nd.flip(x, 5), ['flip', 'axis 5']),
+    (lambda x: nd.one_hot(nd.array([1]), -1), ['one_hot', 'depth']),
+    (lambda x: nd.split(x, 0), ['split', 'num_outputs']),
+    (lambda x: nd.split(x, 2, axis=3), ['split', 'axis 3']),
+    (lambda x: x.reshape((0, 0, 0)), ['reshape', '(0, 0, 0)', '(2, 3)']),
+    (lambda x: x.reshape((0, -3)), ['reshape', '(2, 3)']),
+    (lambda x: x.reshape((-4, -1, -1, 0)), ['reshape', '-1']),
+    (lambda x: nd.mean(x, axis=(0, 0)), ['mean', 'repeated axis']),
+    (lambda x: nd.argmax(x, axis=(0, 1)), ['argmax', 'axis']),
+    (lambda x: nd.concat(), ['concat']),
+    (lambda x: nd.stack(), ['stack']),
+    (lambda x: nd.arange(0, 5, 0), ['arange', 'step']),
+    (lambda x: nd.zeros((2.5, 3)), ['shape', '2.5']),
+    (lambda x: nd.random.normal(0, -1, shape=(2,)), ['normal', 'scale']),
+    (lambda x: nd.random.randint(5, 5, shape=(2,)), ['randint', 'low']),
+], ids=['take', 'pick', 'swapaxes', 'repeat', 'tile', 'slice_axis', 'flip', 'one_hot',
+        'split-0', 'split-axis', 'reshape-0', 'reshape-3', 'reshape-4', 'mean-dup',
+        'argmax-tuple', 'concat-empty', 'stack-empty', 'arange', 'float-shape',
+        'normal', 'randint'])
+def test_bad_attributes_fail_at_the_call(engine_kind, bad, words):
+    """Not later inside the engine, and never a silently wrong result."""
+    with pytest.raises((ValueError, TypeError)) as e:
+        bad(nd.array(X))
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+    mx.nd.waitall()
+
+
+def test_slice_assignment_shape_mismatch():
+    x = nd.zeros((4, 5))
+    with pytest.raises(ValueError, match=r'\(3,\).*\(2, 5\)'):
+        x[1:3] = nd.ones((3,))
+    with pytest.raises(ValueError, match='shape'):
+        x += nd.ones((2, 4, 5))         # result would not fit x
+    np.testing.assert_array_equal(x.asnumpy(), np.zeros((4, 5)))
+
+
+def test_copyto_shape_mismatch():
+    with pytest.raises(ValueError, match=r'\(2,\).*\(3,\)'):
+        nd.ones((2,)).copyto(nd.zeros((3,)))
+    with pytest.raises(TypeError, match='Context'):
+        nd.ones((2,)).copyto('cpu(1)')
+
+
+def test_mixed_contexts(engine_kind):
+    x, y = nd.ones((2, 3)), nd.ones((2, 3), ctx=mx.cpu(1))
+    for f, op in [(lambda: x + y, 'add'), (lambda: x * y, 'multiply'),
+                  (lambda: nd.dot(x, y.T), 'dot'), (lambda: nd.concat(x, y), 'concat'),
+                  (lambda: nd.maximum(x, y), 'maximum')]:
+        with pytest.raises(ValueError) as e:
+            f()
+        msg = str(e.value)
+        assert op in msg and 'cpu(0)' in msg and 'cpu(1)' in msg, msg
+        assert '(2, 3)' in msg
+
+
+@pytest.mark.parametrize('bad', [
+    lambda x: nd.sum(x, axes=1),
+    lambda x: nd.mean(x, dims=0),
+    lambda x: nd.max(x, keepdim=True),
+    lambda x: nd.exp(x, inplace=True),
+    lambda x: nd.dot(x, x, transpose=True),
+    lambda x: nd.concat(x, x, axis=0),
+    lambda x: nd.zeros((2,), shap=(3,)),
+    lambda x: nd.ones((2,), dtyp='int32'),
+    lambda x: nd.random.normal(0, 1, size=(3,)),
+    lambda x: nd.random.uniform(0, 1, sahpe=(3,)),
+    lambda x: x.sum(axes=1),
+], ids=['sum-axes', 'mean-dims', 'max-keepdim', 'exp', 'dot', 'concat-axis', 'zeros',
+        'ones', 'normal-size', 'uniform', 'method-sum'])
+def test_unknown_keywords(bad):
+    with pytest.raises(TypeError, match='unexpected keyword'):
+        bad(nd.ones((2, 2)))
+
+
+def test_backward_outside_record():
+    x = nd.ones((2,))
+    x.attach_grad()
+    y = x * 2
+    with pytest.raises(ValueError, match='autograd.record'):
+        y.backward()
+    with pytest.raises(ValueError, match='autograd.record'):
+        autograd.grad(y, [x])
+
+
+def test_grad_of_a_variable_outside_the_graph():
+    x, w = nd.ones((2,)), nd.ones((2,))
+    w.attach_grad()
+    with autograd.record():
+        y = (x * w).sum()
+    with pytest.raises(ValueError, match=r'variable 0 \(shape \(2,\)\).*attach_grad'):
+        autograd.grad(y, [x])
+
+
+def test_second_backward():
+    x = nd.ones((2,))
+    x.attach_grad()
+    with autograd.record():
+        y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match='retain_graph=True'):
+        y.backward()
+
+
+@pytest.mark.parametrize('src', [['a', 'b'], 'abc', [object()], None, {'a': 1},
+                                 [1, 'x'], np.array(['1.0'])],
+                         ids=['strs', 'str', 'objects', 'None', 'dict', 'mixed',
+                              'np-str'])
+def test_array_rejects_non_numbers(src):
+    with pytest.raises(TypeError, match='nd.array'):
+        nd.array(src)
+
+
+def test_bad_dtypes_and_shapes():
+    with pytest.raises(TypeError, match='dtype'):
+        nd.zeros((2,), dtype='floot32')
+    with pytest.raises(TypeError):
+        nd.array([1, 2], dtype=object)
+    with pytest.raises(ValueError, match='negative'):
+        nd.zeros((2, -1))
+    with pytest.raises(TypeError, match='shape'):
+        nd.ones('abc')
+    with pytest.raises(TypeError, match='Context'):
+        nd.zeros((2,), ctx='gpu')
+
+
+def test_bad_grad_req():
+    x = nd.ones((2,))
+    with pytest.raises(ValueError, match="grad_req.*'wirte'"):
+        x.attach_grad(grad_req='wirte')
+    with pytest.raises(ValueError, match='shape'):
+        autograd.mark_variables([x], [nd.zeros((3,))])
+
+
+def test_asscalar_on_non_scalar():
+    with pytest.raises(ValueError, match=r'asscalar.*\(2, 2\)'):
+        nd.ones((2, 2)).asscalar()
+    with pytest.raises(ValueError, match='ambiguous'):
+        bool(nd.ones((2,)))
+
+
+def test_head_grad_shape_mismatch():
+    x = nd.ones((3,))
+    x.attach_grad()
+    with autograd.record():
+        y = x * 2
+    with pytest.raises(ValueError, match=r'\(2,\).*\(3,\)'):
+        y.backward(nd.ones((2,)))
+
+
+def test_indexing_out_of_range():
+    x = nd.ones((2, 3))
+    with pytest.raises(IndexError):
+        x[5]
+    with pytest.raises(IndexError):
+        x[:, 7] = 1
+    with pytest.raises(IndexError):
+        x[nd.array([0, 4])] = 1
+    np.testing.assert_array_equal(x.asnumpy(), np.ones((2, 3)))

@@ -1,0 +1,183 @@
+"""gluon.loss: per-sample values against NumPy and PyTorch, stability, gradients."""
+import numpy as np
+import pytest
+
+from d2lmini import autograd, nd
+from d2lmini.gluon import loss as gloss
+
+
+try:
+    import torch
+    import torch.nn.functional as tF
+except ImportError:             # an optional oracle
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason='PyTorch not installed')
+
+
+def rnd(*shape, seed=0, scale=1.0):
+    return (np.random.default_rng(seed).uniform(-1, 1, shape) * scale).astype(np.float32)
+
+
+def close(a, b, rtol=1e-5, atol=1e-6):
+    a = a.asnumpy() if isinstance(a, nd.NDArray) else a
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+def np_log_softmax(x, axis=-1):
+    x = x.astype(np.float64)
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+# --- softmax cross-entropy ----------------------------------------------------
+def test_softmax_ce_sparse_labels(ctx):
+    pred, label = rnd(5, 4, scale=3), np.array([0, 3, 1, 1, 2])
+    l = gloss.SoftmaxCrossEntropyLoss()(nd.array(pred), nd.array(label))
+    assert l.shape == (5,) and l.context == ctx
+    close(l, -np_log_softmax(pred)[np.arange(5), label], rtol=1e-5)
+
+
+def test_softmax_ce_dense_labels_from_logits_weights_and_axis():
+    pred = rnd(3, 4, scale=2)
+    dist = np.abs(rnd(3, 4, seed=1))
+    dist /= dist.sum(1, keepdims=True)
+    l = gloss.SoftmaxCELoss(sparse_label=False)(nd.array(pred), nd.array(dist))
+    close(l, -(np_log_softmax(pred) * dist).sum(1), rtol=1e-5)
+    logp = np_log_softmax(pred).astype(np.float32)
+    l = gloss.SoftmaxCELoss(from_logits=True, weight=2.0)(nd.array(logp),
+                                                         nd.array([1, 2, 3]))
+    close(l, -2 * logp[np.arange(3), [1, 2, 3]], rtol=1e-5)
+    sw = nd.array([[1.0], [0.0], [0.5]])
+    l = gloss.SoftmaxCELoss()(nd.array(pred), nd.array([0, 1, 2]), sw)
+    close(l, -np_log_softmax(pred)[np.arange(3), [0, 1, 2]] * [1, 0, 0.5], rtol=1e-5)
+    # classes on axis 1 of (N, C, T): the loss averages over T
+    p3 = rnd(2, 3, 5)
+    lab = np.random.default_rng(0).integers(0, 3, (2, 5))
+    l = gloss.SoftmaxCELoss(axis=1)(nd.array(p3), nd.array(lab))
+    ref = -np.take_along_axis(np_log_softmax(p3, 1), lab[:, None], 1)[:, 0].mean(1)
+    close(l, ref, rtol=1e-5)
+
+
+def test_softmax_ce_is_stable_for_huge_logits():
+    pred = nd.array([[1000.0, 0.0, -1000.0], [-500.0, 500.0, 0.0]])
+    l = gloss.SoftmaxCrossEntropyLoss()(pred, nd.array([0, 0]))
+    close(l, [0.0, 1000.0], rtol=1e-6)
+
+
+@needs_torch
+def test_softmax_ce_value_and_gradient_match_torch():
+    pred, label = rnd(6, 5, scale=4), np.array([4, 0, 1, 2, 3, 0])
+    p = nd.array(pred)
+    p.attach_grad()
+    with autograd.record():
+        l = gloss.SoftmaxCrossEntropyLoss()(p, nd.array(label))
+    l.backward()
+    tp = torch.tensor(pred, dtype=torch.float64, requires_grad=True)
+    tl = tF.cross_entropy(tp, torch.tensor(label), reduction='none')
+    tl.sum().backward()
+    close(l, tl.detach().numpy(), rtol=1e-5)
+    close(p.grad, tp.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# --- L2, L1 -------------------------------------------------------------------
+def test_l2_and_l1(ctx):
+    pred, label = rnd(4, 3), rnd(4, 3, seed=1)
+    close(gloss.L2Loss()(nd.array(pred), nd.array(label)),
+          (0.5 * (pred - label) ** 2).mean(1))
+    close(gloss.L1Loss()(nd.array(pred), nd.array(label)), np.abs(pred - label).mean(1))
+    close(gloss.L2Loss(weight=4.0)(nd.array(pred), nd.array(label)),
+          (2 * (pred - label) ** 2).mean(1))
+
+
+def test_l2_with_1d_predictions_and_label_reshape():
+    # (batch,) predictions: one value per sample, no averaging away of the batch
+    l = gloss.L2Loss()(nd.array([1.0, 2.0, 3.0]), nd.array([1.0, 0.0, 0.0]))
+    assert l.shape == (3,)
+    close(l, [0.0, 2.0, 4.5])
+    # (batch, 1) predictions with (batch,) labels, as in linear regression
+    l = gloss.L2Loss()(nd.array([[1.0], [2.0]]), nd.array([0.0, 0.0]))
+    assert l.shape == (2,)
+    close(l, [0.5, 2.0])
+    with pytest.raises(ValueError, match='does not match'):
+        gloss.L2Loss()(nd.ones((2, 3)), nd.ones((2,)))
+
+
+def test_batch_axis_other_than_zero():
+    pred, label = rnd(3, 5), rnd(3, 5, seed=2)
+    l = gloss.L1Loss(batch_axis=1)(nd.array(pred), nd.array(label))
+    assert l.shape == (5,)
+    close(l, np.abs(pred - label).mean(0))
+
+
+@needs_torch
+def test_l2_l1_match_torch():
+    pred, label = rnd(4, 3), rnd(4, 3, seed=1)
+    tp, tl = torch.tensor(pred), torch.tensor(label)
+    close(gloss.L2Loss()(nd.array(pred), nd.array(label)),
+          0.5 * tF.mse_loss(tp, tl, reduction='none').mean(1).numpy(), rtol=1e-5)
+    close(gloss.L1Loss()(nd.array(pred), nd.array(label)),
+          tF.l1_loss(tp, tl, reduction='none').mean(1).numpy(), rtol=1e-5)
+
+
+# --- sigmoid binary cross-entropy ---------------------------------------------
+def test_sigmoid_bce_from_logits_and_probabilities(ctx):
+    x = rnd(4, 3, scale=5)
+    z = (rnd(4, 3, seed=3) > 0).astype(np.float32)
+    ref = (np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x)))).mean(1)
+    close(gloss.SigmoidBinaryCrossEntropyLoss()(nd.array(x), nd.array(z)), ref,
+          rtol=1e-5)
+    p = 1 / (1 + np.exp(-x))
+    close(gloss.SigmoidBCELoss(from_sigmoid=True)(nd.array(p), nd.array(z)), ref,
+          rtol=1e-4, atol=1e-5)
+
+
+def test_sigmoid_bce_is_stable_and_pos_weight():
+    x = nd.array([[1000.0, -1000.0]])
+    z = nd.array([[0.0, 1.0]])
+    close(gloss.SigmoidBCELoss()(x, z), [1000.0], rtol=1e-6)
+    xs, zs = rnd(3, 2, scale=3), (rnd(3, 2, seed=5) > 0).astype(np.float32)
+    pw = np.array([2.0, 0.5], dtype=np.float32)
+    sig = 1 / (1 + np.exp(-xs.astype(np.float64)))
+    ref = -(pw * zs * np.log(sig) + (1 - zs) * np.log(1 - sig)).mean(1)
+    close(gloss.SigmoidBCELoss()(nd.array(xs), nd.array(zs), None, nd.array(pw)), ref,
+          rtol=1e-5)
+
+
+@needs_torch
+def test_sigmoid_bce_matches_torch():
+    x = rnd(5, 4, scale=6)
+    z = (rnd(5, 4, seed=3) > 0).astype(np.float32)
+    t = tF.binary_cross_entropy_with_logits(torch.tensor(x), torch.tensor(z),
+                                            reduction='none').mean(1)
+    close(gloss.SigmoidBCELoss()(nd.array(x), nd.array(z)), t.numpy(), rtol=1e-5)
+
+
+# --- the others ---------------------------------------------------------------
+def test_kl_huber_hinge_logistic():
+    pred, label = rnd(3, 4, scale=2), rnd(3, 4, seed=1, scale=2)
+    d = np.abs(label - pred)
+    close(gloss.HuberLoss(rho=0.5)(nd.array(pred), nd.array(label)),
+          np.where(d > 0.5, d - 0.25, d ** 2).mean(1), rtol=1e-5)
+    sgn = np.sign(label)
+    close(gloss.HingeLoss()(nd.array(pred), nd.array(sgn)),
+          np.maximum(0, 1 - pred * sgn).mean(1), rtol=1e-5)
+    close(gloss.SquaredHingeLoss()(nd.array(pred), nd.array(sgn)),
+          (np.maximum(0, 1 - pred * sgn) ** 2).mean(1), rtol=1e-5)
+    close(gloss.LogisticLoss()(nd.array(pred), nd.array(sgn)),
+          np.log1p(np.exp(-pred * sgn)).mean(1), rtol=1e-5)
+    close(gloss.LogisticLoss(label_format='binary')(nd.array(pred),
+                                                    nd.array((sgn + 1) / 2)),
+          np.log1p(np.exp(-pred * sgn)).mean(1), rtol=1e-5)
+    logp = np_log_softmax(pred).astype(np.float32)
+    q = np.exp(np_log_softmax(label)).astype(np.float32)
+    close(gloss.KLDivLoss()(nd.array(logp), nd.array(q)),
+          (q * (np.log(q) - logp)).mean(1), rtol=1e-4)
+
+
+def test_repr_and_unknown_keyword():
+    assert repr(gloss.L2Loss()) == 'L2Loss(batch_axis=0, w=1.0)'
+    with pytest.raises(TypeError, match="'sparse_labels'.*'sparse_label'"):
+        gloss.SoftmaxCrossEntropyLoss(sparse_labels=False)
+    with pytest.raises(TypeError, match='weight must be a number'):
+        gloss.L1Loss(weight=nd.ones(1))(nd.ones((1, 1)), nd.ones((1, 1)))
