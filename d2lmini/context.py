@@ -21,7 +21,7 @@ __all__ = ['Context', 'cpu', 'gpu', 'current_context', 'num_gpus']
 
 class Context:
     """A device: ``device_type`` is ``'cpu'`` or ``'gpu'``, ``device_id`` an int."""
-    __slots__ = ('device_type', 'device_id', '_key', '_old')
+    __slots__ = ('device_type', 'device_id', '_key')
     _local = threading.local()
 
     def __init__(self, device_type, device_id=0):
@@ -50,12 +50,13 @@ class Context:
         return self._key < other._key
 
     def __enter__(self):
-        self._old = current_context()
-        Context._local.ctx = self
+        # A per-thread stack: nesting (even of the same object) unwinds exactly,
+        # and leaving the outermost block falls back to the process default.
+        _stack().append(self)
         return self
 
     def __exit__(self, *exc):
-        Context._local.ctx = self._old
+        _stack().pop()
         return False
 
     def empty_cache(self):
@@ -78,9 +79,17 @@ def gpu(device_id=0):
     return Context('gpu', device_id)
 
 
+def _stack():
+    st = getattr(Context._local, 'stack', None)
+    if st is None:
+        st = Context._local.stack = []
+    return st
+
+
 def current_context():
     """The default context: ``cpu(0)`` unless inside ``with ctx:``."""
-    return getattr(Context._local, 'ctx', None) or _DEFAULT[0]
+    st = getattr(Context._local, 'stack', None)
+    return st[-1] if st else _DEFAULT[0]
 
 
 # The process-wide default; tests re-run the suite on GPU by swapping it.

@@ -184,11 +184,13 @@ def test_grad_req_add_accumulates_write_overwrites(ctx, engine_kind):
     a = rnd(3)
     x = nd.array(a, dtype='float64')
     x.attach_grad(grad_req='add')
+    g = x.grad
     for _ in range(3):
         with autograd.record():
             y = (x * x).sum()
         y.backward()
-    close(x.grad, 3 * 2 * a)
+    assert x.grad is g                    # accumulated in place
+    close(g, 3 * 2 * a)
     x.attach_grad()                       # 'write'
     for _ in range(3):
         with autograd.record():

@@ -76,12 +76,17 @@ class Probe(_TestOp):
 
 
 @pytest.fixture(scope='module')
-def ops():
+def op_table():
     made = {name: _register(cls) for name, cls in
             [('gate', Gate), ('boom', Boom), ('probe', Probe)]}
     yield made
     for op in made.values():
         del OPS[op.name]
+
+
+@pytest.fixture
+def ops(op_table, request):
+    return dict(op_table, test=request.node)
 
 
 @pytest.fixture
@@ -93,6 +98,9 @@ def threaded():
 
 
 def gate(ops, x, ev, seen=None):
+    # Added while the test runs, so it runs before any fixture's teardown
+    # (which may waitall): a failed test leaves no gate shut.
+    ops['test'].addfinalizer(ev.set)
     return nd.invoke(ops['gate'], (x,), {'gate': ev, 'seen': seen})
 
 
@@ -101,7 +109,11 @@ def open_later(ev, delay=0.05):
 
 
 def _poll(cond, timeout=0.3):
-    """True as soon as ``cond()`` is; False after ``timeout`` seconds."""
+    """True as soon as ``cond()`` is; False after ``timeout`` seconds.
+
+    ``assert not _poll(...)`` watches for something that must not happen;
+    a correct engine passes it however slow the machine.
+    """
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
@@ -117,7 +129,7 @@ def test_ops_return_at_once_and_wait_to_read(ops, threaded, ctx):
     s = engine.stream_for(ctx)
     y = gate(ops, x, ev)                       # returns while its kernel is blocked
     z = (y * 2 + 1).sum()                      # queued behind it
-    assert (y.shape, y.context, z.shape) == ((3, 4), ctx, ())
+    assert (y.shape, y.context, z.context) == ((3, 4), ctx, ctx)
     assert s.pushed - s.done >= 3              # nothing of it has run yet
     assert y._stream is s and z._seq > y._seq
     ev.set()
@@ -505,11 +517,12 @@ def test_inflight_bound_blocks_the_front_end(ops, threaded):
                 pushed.append(x + i)
         t = threading.Thread(target=front, daemon=True)
         t.start()
-        assert _poll(lambda: s.pushed - s.done >= limit)
-        time.sleep(0.05)
-        assert t.is_alive() and len(pushed) < limit   # blocked, not queueing
-        assert s.pushed - s.done == limit
-        ev.set()
+        try:
+            assert _poll(lambda: s.pushed - s.done >= limit, timeout=60)
+            assert not _poll(lambda: not t.is_alive())  # blocked, not queueing
+            assert len(pushed) < limit and s.pushed - s.done == limit
+        finally:
+            ev.set()
         t.join(timeout=60)
         assert not t.is_alive() and len(pushed) == 50
         assert pushed[-1].asscalar() == 50

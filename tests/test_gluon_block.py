@@ -301,11 +301,11 @@ def test_forward_runs_in_the_inputs_context():
             seen.append(mx.current_context())
             return nd.zeros((1,))           # no ctx given: follows the input
 
-    before = getattr(mx.Context._local, 'ctx', None), mx.current_context()
+    before = tuple(mx.context._stack()), mx.current_context()
     out = Probe()(nd.ones((1,), ctx=mx.cpu(1)))
     assert seen == [mx.cpu(1)] and out.context == mx.cpu(1)
     # restored exactly: no thread-local context left behind
-    assert (getattr(mx.Context._local, 'ctx', None), mx.current_context()) == before
+    assert (tuple(mx.context._stack()), mx.current_context()) == before
 
 
 # --- initialization errors ----------------------------------------------------

@@ -215,11 +215,12 @@ def test_save_and_load_states_round_trip(tmp_path, optimizer, opt_params):
     run(params, t, range(3))
     t.save_states(fname)
     weights = [p.data().asnumpy() for p in params]
-    for ctxs in ([mx.cpu(0)], CTX2):           # resume on 1 or 2 contexts
+    for ctxs, kw in (([mx.cpu(0)], {}), (CTX2, {}),          # resume elsewhere
+                     (CTX2, {'update_on_kvstore': True})):
         resumed = _params(ctxs)
         for p, w in zip(resumed, weights):
             p.set_data(nd.array(w))
-        t2 = gluon.Trainer(resumed, optimizer, {'learning_rate': 123.0})
+        t2 = gluon.Trainer(resumed, optimizer, {'learning_rate': 123.0}, **kw)
         t2.load_states(fname)
         assert t2.learning_rate == pytest.approx(opt_params['learning_rate'])
         assert t2.optimizer.num_update == 3

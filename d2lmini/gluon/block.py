@@ -43,29 +43,6 @@ from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
 
 __all__ = ['Block', 'HybridBlock']
 
-_CTX_LOCAL = Context._local          # where `with ctx:` keeps the current context
-
-
-class _ContextScope:
-    """Make ``ctx`` current and restore exactly what was there before.
-
-    (``with ctx:`` would do, but restoring the *default* context instead of
-    "none set" would pin it for the thread.)
-    """
-    __slots__ = ('ctx', 'old')
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-
-    def __enter__(self):
-        self.old = getattr(_CTX_LOCAL, 'ctx', None)
-        _CTX_LOCAL.ctx = self.ctx
-
-    def __exit__(self, *exc):
-        _CTX_LOCAL.ctx = self.old
-        return False
-
-
 # --- naming --------------------------------------------------------------------------
 _COUNTERS = {}                        # top-level blocks: 'dense' -> next index
 _COUNTER_LOCK = threading.Lock()
@@ -394,7 +371,7 @@ class Block:
             hook(self, args)
         x = args[0] if args else None
         if isinstance(x, NDArray):
-            with _ContextScope(x._ctx):
+            with x._ctx:
                 out = self.forward(*args, **kwargs)
         else:
             out = self.forward(*args, **kwargs)

@@ -160,9 +160,8 @@ class Trainer:
             if hasattr(p, '_set_trainer'):
                 p._set_trainer(self)
         self._compression_params = compression_params
-        optimizer_params = dict(optimizer_params or {})
-        self._scale = float(optimizer_params.get('rescale_grad', 1.0))
-        self._init_optimizer(optimizer, optimizer_params)
+        self._init_optimizer(optimizer, dict(optimizer_params or {}))
+        self._scale = self._optimizer.rescale_grad    # times 1/batch_size a step
         self._kvstore_params = {'kvstore': kvstore,
                                 'update_on_kvstore': update_on_kvstore}
         self._contexts = None

@@ -422,7 +422,7 @@ class NDArray:
                           {'axis': 0})
         out = invoke(OPS['_getitem'], (self,), {'key': key})
         if _is_basic(key):                   # basic slicing: a view, as in MXNet
-            out._base = self._base or self
+            out._base = self._base if self._base is not None else self
         return out
 
     def __setitem__(self, key, value):

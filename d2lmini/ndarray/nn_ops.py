@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import autograd as _ag
 from .. import backend
-from .ndarray import NDArray, invoke
+from .ndarray import invoke
 from .ops import _sigmoid, _softrelu, one_hot
 from .registry import OPS, Case, Op, register
 from . import random as _random
@@ -412,10 +412,6 @@ def _conv_weight_grad(dy, x, g, groups, wshape):
     dw = xp.empty((groups, f // groups, cols.shape[0] // groups), dy.dtype)
     _matmul(xp, _grouped(dyt, groups), _grouped(cols, groups).transpose(0, 2, 1), dw)
     return dw.reshape(wshape)
-
-
-def _geom_attrs(attrs):
-    return {k: attrs[k] for k in ('kernel', 'stride', 'dilate', 'pad', 'num_group')}
 
 
 @register

@@ -285,6 +285,20 @@ for _n, _f in [('_mod_scalar', np.mod), ('_rmod_scalar', lambda a, s: np.mod(s, 
 
 # === reductions =================================================================
 class Reduce(Op):
+    """A reduction over ``axis``.  Reducing *every* axis without ``keepdims``
+    gives shape ``(1,)``, not ``()``: MXNet 1.x has no 0-d arrays, and code
+    such as ``x.sum()[0]`` relies on that."""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        fwd = cls.__dict__.get('forward')
+        if fwd is not None:
+            def forward(self, *arrays, **attrs):
+                r = fwd(self, *arrays, **attrs)
+                return r.reshape(1) if r.ndim == 0 else r
+            forward.__doc__ = fwd.__doc__
+            cls.forward = forward
+
     def infer(self, shapes, dtypes, axis=None, keepdims=False):
         shape = shapes[0]
         axes = norm_axis(self.name, axis, len(shape))
@@ -293,7 +307,7 @@ class Reduce(Op):
         if keepdims:
             out = tuple(1 if i in axes else s for i, s in enumerate(shape))
         else:
-            out = tuple(s for i, s in enumerate(shape) if i not in axes)
+            out = tuple(s for i, s in enumerate(shape) if i not in axes) or (1,)
         return out, self.out_dtype(dtypes[0])
 
     def out_dtype(self, dtype):
@@ -400,7 +414,7 @@ class _Arg(Reduce):
 
     def infer(self, shapes, dtypes, axis=None, keepdims=False):
         if axis is None:
-            return ((1,) * len(shapes[0]) if keepdims else ()), np.dtype(np.float32)
+            return ((1,) * len(shapes[0]) if keepdims else (1,)), np.dtype(np.float32)
         _axis(self.name, axis, shapes[0])         # one axis only, as NumPy's
         return super().infer(shapes, dtypes, axis, keepdims)
 

@@ -76,8 +76,9 @@ def normal(loc=0, scale=1, shape=(1,), dtype=None, ctx=None, out=None, **kw):
     _check_kwargs('normal', kw)
     if scale < 0:                   # fail here, not later inside the engine
         raise ValueError(f'normal: scale must be >= 0, got {scale}')
-    return _sample(lambda g, s: g.normal(loc, scale, s), shape, ctx, dtype,
-                   'random_normal', out)
+    # CuPy's Generator has no normal(); NumPy's normal is exactly this anyway
+    return _sample(lambda g, s: loc + scale * g.standard_normal(s), shape, ctx,
+                   dtype, 'random_normal', out)
 
 
 def randn(*shape, loc=0, scale=1, dtype=None, ctx=None):
@@ -102,6 +103,11 @@ def exponential(scale=1, shape=(1,), dtype=None, ctx=None, **kw):
 def shuffle(data):
     """A copy of ``data`` with its first axis shuffled."""
     gen = generator(data.context)
-    perm = _from_host(lambda xp: gen.permutation(data.shape[0]), (data.shape[0],),
+    n = data.shape[0]
+
+    def draw(xp):                   # CuPy's Generator may lack permutation()
+        return gen.permutation(n) if hasattr(gen, 'permutation') else \
+            xp.argsort(gen.random(n))
+    perm = _from_host(draw, (data.shape[0],),
                       np.dtype(np.int64), data.context, 'random_permutation')
     return invoke(OPS['take'], (data, perm), {'axis': 0})

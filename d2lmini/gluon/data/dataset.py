@@ -9,7 +9,8 @@ protocol that the :class:`~d2lmini.gluon.data.DataLoader` uses to build a
 whole batch with one NumPy fancy-indexing call:
 
 ``_can_batch()``
-    Whether ``_batch`` works: cheap, touches no data.  False when a
+    Whether ``_batch`` works.  Called on the caller's thread when an epoch
+    starts, so it may also prepare what ``_batch`` reads.  False when a
     transform is written for single examples, or the data lives on a GPU;
     the loader then reads example by example.
 ``_batch(indices)``
@@ -159,17 +160,19 @@ class ArrayDataset(Dataset):
     def _can_batch(self):
         from ...ndarray.ndarray import NDArray
         # A GPU array is read row by row on the main thread (engine ops).
-        return all(not isinstance(d, NDArray) or d.context.device_type == 'cpu'
-                   for d in self._data)
-
-    def _fields(self):
-        # Host views of the fields, taken once (NDArrays: their buffers).
-        if self._np is None:
-            self._np = [as_numpy(d) for d in self._data]
-        return self._np
+        if any(isinstance(d, NDArray) and d.context.device_type != 'cpu'
+               for d in self._data):
+            return False
+        # Host views of the fields, taken here on the caller's thread (an
+        # NDArray's buffer once its pending writes are done): the loader's
+        # threads then only touch NumPy arrays.
+        self._np = [as_numpy(d) for d in self._data]
+        return True
 
     def _batch(self, indices):
-        fields = [f[indices] for f in self._fields()]
+        if self._np is None:
+            self._can_batch()
+        fields = [f[indices] for f in self._np]
         return fields[0] if len(fields) == 1 else fields
 
 

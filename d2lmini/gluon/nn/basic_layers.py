@@ -1,9 +1,9 @@
 """Basic layers: containers, Dense, Dropout, BatchNorm, activations, ...
 
-Each layer is a HybridBlock whose ``hybrid_forward`` calls one ``nd``
-operator with MXNet's keyword arguments (``F.FullyConnected(x, weight, bias,
-num_hidden=...)``), so a layer computes exactly what the raw operator does
-with the same weights.  Input sizes may be left out: the weights' shapes
+Each layer is a HybridBlock; most call one ``nd`` operator with MXNet's
+keyword arguments (``F.FullyConnected(x, weight, bias, num_hidden=...)``),
+so a layer computes exactly what the raw operator does with the same
+weights.  Input sizes may be left out: the weights' shapes
 are then inferred on the first call (``infer_shape``).
 
 Examples
