@@ -32,10 +32,10 @@ import math
 
 from . import backend, engine
 from .ndarray.ndarray import NDArray, _run, invoke
-from .ndarray.registry import Op, register
+from .ndarray.registry import Op, register as register_op
 
 __all__ = ['Optimizer', 'SGD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta',
-           'Updater', 'get_updater', 'create', 'register_optimizer',
+           'Updater', 'get_updater', 'create', 'register', 'register_optimizer',
            'sgd_update', 'sgd_mom_update', 'adam_update']
 
 
@@ -84,7 +84,7 @@ class _UpdateOp(Op):
         raise NotImplementedError
 
 
-@register
+@register_op
 class SGDUpdate(_UpdateOp):
     """``w = (1 - lr*wd) * w - lr * clip(rescale_grad * g)``."""
     name = 'sgd_update'
@@ -102,7 +102,7 @@ class SGDUpdate(_UpdateOp):
         return (w,)
 
 
-@register
+@register_op
 class SGDMomUpdate(_UpdateOp):
     """``mom = momentum*mom - lr*(clip(rescale_grad*g) + wd*w); w += mom``."""
     name = 'sgd_mom_update'
@@ -121,7 +121,7 @@ class SGDMomUpdate(_UpdateOp):
         return w, mom
 
 
-@register
+@register_op
 class AdamUpdate(_UpdateOp):
     """``g = clip(rescale_grad*grad + wd*w)``; moments; ``w -= lr*m/(sqrt(v)+eps)``.
 
@@ -150,7 +150,7 @@ class AdamUpdate(_UpdateOp):
         return w, mean, var
 
 
-@register
+@register_op
 class AdaGradUpdate(_UpdateOp):
     """``h += g^2; w -= lr * (g / sqrt(h + eps) + wd * w)``, ``g = clip(r*grad)``."""
     name = 'adagrad_update'
@@ -172,7 +172,7 @@ class AdaGradUpdate(_UpdateOp):
         return w, history
 
 
-@register
+@register_op
 class RMSPropUpdate(_UpdateOp):
     """Tieleman & Hinton: ``n = g1*n + (1-g1)*g^2; w -= lr * g / sqrt(n + eps)``."""
     name = 'rmsprop_update'
@@ -193,7 +193,7 @@ class RMSPropUpdate(_UpdateOp):
         return w, n
 
 
-@register
+@register_op
 class RMSPropAlexUpdate(_UpdateOp):
     """Graves' centered RMSProp (MXNet's ``rmspropalex_update``)."""
     name = 'rmspropalex_update'
@@ -219,7 +219,7 @@ class RMSPropAlexUpdate(_UpdateOp):
         return w, n, gm, delta
 
 
-@register
+@register_op
 class AdaDeltaUpdate(_UpdateOp):
     """Zeiler's AdaDelta (no learning rate), MXNet's rule."""
     name = 'adadelta_update'
@@ -500,6 +500,11 @@ class Optimizer:
 
     def update_multi(self, indices, weights, grads, states):
         """Update several parameters of ONE context with one push per kernel."""
+        if type(self).update is not Optimizer.update:
+            # A subclass with its own update(): call it for each parameter.
+            for i, w, g, s in zip(indices, weights, grads, states):
+                self.update_multi_precision(i, w, g, s)
+            return
         groups = {}
         for i, w, g, s in zip(indices, weights, grads, states):
             op, attrs = self._prepare(i, w, s)
@@ -522,7 +527,7 @@ class Optimizer:
         return f'{type(self).__name__}({hyper})'
 
 
-register_optimizer = Optimizer.register
+register_optimizer = register = Optimizer.register     # mx.optimizer.register
 
 
 def _zeros_like(weight):

@@ -684,3 +684,11 @@ def test_mixed_context_error_names_both(ctx):
         assert str(ctx) in str(e.value) and str(other) in str(e.value)
         assert 'copyto' in str(e.value) or 'as_in_context' in str(e.value)
     close(x + y.as_in_context(ctx), np.full((2, 3), 2))
+
+
+def test_elementwise_out_argument_writes_in_place(ctx):
+    x = nd.array([0.0, 1.0])
+    y = nd.zeros((2,))
+    r = nd.exp(x, out=y)
+    assert r is y
+    np.testing.assert_allclose(y.asnumpy(), np.exp([0.0, 1.0]), rtol=1e-6)

@@ -221,8 +221,11 @@ def test_registry_and_errors():
     try:
         o = opt.create('sign', learning_rate=0.5)
         w = nd.zeros((2,))
-        opt.get_updater(o)(0, nd.array([3., -2.]), w)
+        upd = opt.get_updater(o)
+        upd(0, nd.array([3., -2.]), w)
         np.testing.assert_allclose(w.asnumpy(), [-0.5, 0.5])
+        upd([0], [nd.array([1., 1.])], [w])          # the Trainer's list form
+        np.testing.assert_allclose(w.asnumpy(), [-1.0, 0.0])
     finally:
         del opt.Optimizer.opt_registry['sign']
 

@@ -1103,7 +1103,11 @@ def _unary_fn(name):
     def fn(data, out=None, **kwargs):
         if kwargs:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
-        return invoke(op, (data,))
+        res = invoke(op, (data,))
+        if out is not None:              # MXNet's out=: write into an existing array
+            out[:] = res
+            return out
+        return res
     fn.__name__ = name
     fn.__doc__ = f'Elementwise ``{name}``; see the op table for its gradient.'
     return fn
