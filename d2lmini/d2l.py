@@ -155,7 +155,8 @@ def set_axes(axes, xlabel, ylabel, xlim, ylim, xscale, yscale, legend):
     axes.set_ylabel(ylabel)
     axes.set_xscale(xscale)
     axes.set_yscale(yscale)
-    axes.set_xlim(xlim)
+    if not (xlim and xlim[0] == xlim[1]):     # one epoch: xlim [1, 1]
+        axes.set_xlim(xlim)
     axes.set_ylim(ylim)
     if legend:
         axes.legend(legend)

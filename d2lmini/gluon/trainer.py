@@ -135,6 +135,12 @@ class Trainer:
         update itself on the reduced gradient, which keeps
         :meth:`allreduce_grads` and :meth:`update` usable.
 
+    A parameter whose gradient no backward has written since the last step
+    (a stale gradient: the parameter took no part in the loss) raises a
+    ``UserWarning`` naming it, unless ``step(..., ignore_stale_grad=True)``,
+    which skips it.  The check needs the threaded engine, which numbers
+    every write; under the naive engine it is not made.
+
     Examples
     --------
     >>> trainer = gluon.Trainer(net.collect_params(), 'sgd',

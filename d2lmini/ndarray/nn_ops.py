@@ -698,19 +698,28 @@ class PoolBackward(Op):
             return dx
         g = _pool_key(x.shape, kernel, pool_type, global_pool, stride, pad,
                       pooling_convention)
-        dxp = xp.zeros((n, c, g.Hp, g.Wp), x.dtype)
+        # When the windows tile x exactly (stride == kernel, no padding, no
+        # leftover rows), each pixel belongs to one tap: write, don't add.
+        tiles = (g.sh, g.sw) == (g.KH, g.KW) and not (g.ph or g.pw) and \
+            (g.OH * g.KH, g.OW * g.KW) == (h, w)
+        dxp = (xp.empty if tiles else xp.zeros)((n, c, g.Hp, g.Wp), x.dtype)
         taps = [(i, j) for i in range(g.KH) for j in range(g.KW)]
         if pool_type == 'max':
             src = _pool_padded(x, g, _low(x.dtype))
-            taken = xp.zeros(y.shape, bool)
+            taken = None
             for k, (i, j) in enumerate(taps):
-                hit = _tap(src, i, j, g, 2) == y
-                if k:
-                    hit &= ~taken
-                if k < len(taps) - 1:
-                    taken |= hit
+                eq = _tap(src, i, j, g, 2) == y
+                if taken is None:             # the first tap wins its ties
+                    hit = taken = eq          # (taken is updated after hit's use)
+                else:                         # a later tap: only if none before
+                    hit = eq > taken
+                    if k < len(taps) - 1:
+                        taken |= eq
                 v = _tap(dxp, i, j, g, 2)
-                xp.add(v, dy * hit, out=v)
+                if tiles:
+                    xp.multiply(dy, hit, out=v)
+                else:
+                    xp.add(v, dy * hit, out=v)
         else:
             gd = dy
             if pool_type == 'avg':
@@ -718,7 +727,10 @@ class PoolBackward(Op):
                 gd = dy / (d if isinstance(d, float) else xp.asarray(d, dtype=dy.dtype))
             for i, j in taps:
                 v = _tap(dxp, i, j, g, 2)
-                xp.add(v, gd, out=v)
+                if tiles:
+                    v[...] = gd
+                else:
+                    xp.add(v, gd, out=v)
         if dxp.shape == x.shape:
             return dxp
         return xp.ascontiguousarray(dxp[:, :, g.ph:g.ph + h, g.pw:g.pw + w])

@@ -293,7 +293,7 @@ class DataLoader:
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
                  last_batch=None, batch_sampler=None, batchify_fn=None,
                  num_workers=0, pin_memory=False, pin_device_id=0, prefetch=None,
-                 thread_pool=True, timeout=120):
+                 thread_pool=False, timeout=120):
         self._dataset = dataset
         if batch_sampler is None:
             if batch_size is None:
