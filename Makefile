@@ -22,6 +22,16 @@ NO_BROWSER ?=               # NO_BROWSER=1: `make lab` opens no browser
 LAB_ARGS ?=                 # extra `jupyter lab` arguments
 BENCH_ARGS ?=               # extra benchmarks/run.py arguments
 
+# The real Fashion-MNIST files beside a checkout (../shared/data/fashion-mnist,
+# as on the course machines and in CI) are used when D2LMINI_DATA is unset;
+# elsewhere the package's own search order (cache, Debian, download) applies.
+SHARED_DATA := $(abspath ../shared/data/fashion-mnist)
+ifeq ($(origin D2LMINI_DATA),undefined)
+ifneq ($(wildcard $(SHARED_DATA)/train-images-idx3-ubyte.gz),)
+export D2LMINI_DATA := $(SHARED_DATA)
+endif
+endif
+
 # Jupyter refuses to run as root unless told to.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 NO_BROWSER_FLAG := $(if $(filter 1 yes true,$(NO_BROWSER)),--no-browser)

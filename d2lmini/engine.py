@@ -31,9 +31,22 @@ operation's name and the original traceback, at the next sync point:
 calling thread, like MXNet's NaiveEngine: errors then surface at the line
 that caused them.
 
-Limits, on purpose: one front-end thread pushes at a time (as in MXNet's
-Python front end); sharing arrays between front-end threads needs a lock
-of your own.  Operation spans can be recorded with :class:`Trace`.
+A stream holds at most :func:`set_max_inflight` un-run operations; past
+that, ``push`` blocks until the worker catches up, so a loop that never
+syncs cannot queue unbounded work and memory.  :class:`Trace` records every
+operation's start and end per stream (Chrome trace JSON, or a plot).
+
+Two decisions worth knowing:
+
+* The GIL.  Worker and front end share it; NumPy releases it inside big
+  kernels (matmul, large elementwise ops), which is when devices overlap.
+  For tiny ops the worker simply drains whatever is queued whenever it
+  holds the GIL, so no batching scheme is needed, and we leave
+  ``sys.setswitchinterval`` (the interpreter's setting) alone: shorter
+  intervals measured no faster.
+* Threads.  Pushing to one device from several front-end threads at once
+  is not supported (a sequence number would race; a lock would cost every
+  op); different threads may use different devices.
 """
 import atexit
 import ctypes
@@ -91,7 +104,10 @@ class _Naive:
 _NAIVE = _Naive()
 _STREAMS = {}                # ctx._key -> Stream
 _STREAMS_LOCK = threading.Lock()
-_MAX_INFLIGHT = [4096]
+# Ops a stream may hold un-run before push blocks (set_max_inflight).  256
+# keeps every device fed, and keeps the pending ops' arrays in cache: tiny
+# ops ran end to end at ~1.9 us each with 256, ~2.3 us with 4096.
+_MAX_INFLIGHT = [256]
 _TRACE = [None]              # the list a Trace collects into, or None
 _FAILED = [False]            # has any op ever failed?  (then check inputs)
 
@@ -190,6 +206,8 @@ class Stream:
                     self._fail(e, name, outs)
             if trace is not None:
                 trace.append((self.ctx, name, t0, _now(), seq))
+            # Drop this op's arrays now: get() may block for a long time.
+            fn = args = outs = attrs = res = None
             self.done = seq
             if self._waiters:
                 self._wake()
@@ -303,8 +321,14 @@ class engine_mode:
         self.old = set_engine(self.kind)
         return self
 
-    def __exit__(self, *exc):
-        set_engine(self.old)
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:
+            set_engine(self.old)
+        else:                                # keep the block's own error
+            try:
+                set_engine(self.old)
+            except EngineError:
+                pass
         return False
 
 
@@ -438,17 +462,17 @@ def run_sync(name, fn, args, outs, ctx, attrs):
 # --- CPU threads: sharing the cores among cpu(i) devices -------------------------
 # Each cpu(i) runs its kernels on its own worker thread, and NumPy's matmul
 # calls OpenBLAS, which by default uses every core for each call.  Two devices
-# each running a 2-thread GEMM on 2 cores oversubscribe: OpenBLAS threads
-# spin while they wait, and concurrent threaded calls partly serialize.  On 2
-# cores, eight 1000x1000 float32 matmuls took 0.23 s on one device and 0.26 s
-# split over cpu(0) and cpu(1) -- the second device made it slower -- but
-# 0.15 s over two devices with one BLAS thread each.  So, as MXNet sizes its
-# OpenMP pools by cores / workers, once k CPU devices have streams every BLAS
-# call gets cores // k threads (never more than OpenBLAS started with).  With
-# only cpu(0) in use nothing changes.  set_blas_threads(n) fixes the number,
-# set_blas_threads(None) restores this policy.  We set the thread count through
-# OpenBLAS's own C API (found in the loaded libraries, as threadpoolctl does);
-# other BLAS libraries are left alone.
+# each running a 2-thread GEMM on 2 cores oversubscribe: 4 busy threads, and
+# OpenBLAS's threads spin while they wait for each other.  Measured on the
+# 2-core development machine, eight 1000x1000 float32 matmuls split over
+# cpu(0) and cpu(1) took 0.28-0.33 s with 2 BLAS threads per call and 0.16 s
+# with 1.  So, as MXNet sizes its OpenMP pools by cores / workers, once k CPU
+# devices have streams every BLAS call gets cores // k threads (never more
+# than OpenBLAS started with); with only cpu(0) in use nothing changes.
+# set_blas_threads(n) fixes the number, set_blas_threads(None) restores the
+# policy.  The count is set through OpenBLAS's own C API, found among the
+# loaded libraries (as threadpoolctl does); other BLAS libraries are left
+# alone.  (NumPy's elementwise kernels are single-threaded: nothing to do.)
 _BLAS = {'lib': None, 'initial': None, 'fixed': None}
 
 
@@ -573,9 +597,12 @@ class Trace:
         _TRACE[0] = self.events
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         try:
             waitall()
+        except EngineError:
+            if exc_type is None:             # else keep the block's own error
+                raise
         finally:
             _TRACE[0] = None
         return False

@@ -508,6 +508,7 @@ def test_inflight_bound_blocks_the_front_end(ops, threaded):
         ctx = mx.cpu(3)
         s = engine.stream_for(ctx)
         x = nd.ones((1,), ctx=ctx)
+        x.wait_to_read()                      # from here only the gate runs
         ev = threading.Event()
         gate(ops, x, ev)
         pushed = []
@@ -624,3 +625,37 @@ def test_blas_threads_policy(threaded):
         assert engine.blas_threads() == expected
     finally:
         engine.set_blas_threads(old)
+
+
+def test_worker_keeps_no_array_alive(threaded):
+    import gc
+    import weakref
+    x = nd.ones((3,))
+    y = x + 1
+    y.wait_to_read()                            # done: the worker let go of it
+    ref = weakref.ref(y)
+    del y
+    gc.collect()
+    assert ref() is None
+
+
+def test_mode_and_trace_keep_the_blocks_own_error(ops):
+    with pytest.raises(KeyError):
+        with engine.engine_mode('threaded'):
+            nd.invoke(ops['boom'], (nd.ones((1,)),))
+            raise KeyError('the real problem')
+    with pytest.raises(KeyError):
+        with engine.engine_mode('threaded'), engine.Trace():
+            nd.invoke(ops['boom'], (nd.ones((1,)),))
+            raise KeyError('the real problem')
+    assert engine._TRACE[0] is None
+    nd.waitall()
+
+
+@pytest.mark.parametrize('num', [1, 3])
+def test_multi_output_ops(engine_kind, num):
+    x = nd.arange(6).reshape((2, 3))
+    parts = nd.split(x, num_outputs=num, axis=1)
+    parts = parts if isinstance(parts, list) else [parts]
+    got = np.concatenate([p.asnumpy().reshape(2, -1) for p in parts], axis=1)
+    np.testing.assert_array_equal(got, np.arange(6).reshape(2, 3))

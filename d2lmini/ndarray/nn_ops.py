@@ -14,13 +14,13 @@ each position.  Copy every window into a column of a matrix (*im2col*) and
 all those dot products become ONE matrix product, which BLAS does at full
 speed.  One channel, a 3x3 input and a 2x2 kernel::
 
-    input x      the 4 windows             cols (one column per window)
-    a b c        [a b] [b c] [d e] [e f]    tap (0,0):  a  b  d  e
-    d e f        [d e] [e f] [g h] [h i]    tap (0,1):  b  c  e  f
-    g h i                                   tap (1,0):  d  e  g  h
-                                            tap (1,1):  e  f  h  i
+    input x    its four 2x2 windows      cols: one column per window
+    a b c      a b   b c   d e   e f     tap (0,0):  a  b  d  e
+    d e f      d e   e f   g h   h i     tap (0,1):  b  c  e  f
+    g h i                                tap (1,0):  d  e  g  h
+                                         tap (1,1):  e  f  h  i
 
-    out = W.reshape(F, C*KH*KW) @ cols  ->  (F, 4), i.e. F maps of 2x2
+    out = W.reshape(F, C*KH*KW) @ cols   ->  (F, 4): F output maps of 2x2
 
 Rows of ``cols`` are the kernel taps ``(c, kh, kw)``, columns the output
 pixels.  The backward pass is two more products: ``dW = dY @ cols.T``, and
