@@ -22,6 +22,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -57,6 +58,18 @@ def normalize(rows, module):
         r = dict(r)
         if 'ours' not in r and 'value' in r:
             r['ours'] = r.pop('value')
+        if 'ours' not in r:                 # {'ours_ms': .., 'torch_ms': ..} style
+            for key in list(r):
+                if key.startswith('ours_'):
+                    unit = key[len('ours_'):]
+                    r['ours'] = r.pop(key)
+                    for ref in ('reference', 'ref', 'torch'):
+                        if f'{ref}_{unit}' in r and 'reference' not in r:
+                            r['reference'] = r.pop(f'{ref}_{unit}')
+                            if ref == 'torch':
+                                unit += ' (ref: PyTorch)'
+                    r.setdefault('unit', unit)
+                    break
         r.setdefault('bench', module[len('bench_'):])
         for c in COLUMNS:
             r.setdefault(c, None)
@@ -73,23 +86,31 @@ def run_in_process(module):
 
 
 def run_in_child(module, timeout):
-    """Run ``module.run()`` in a fresh interpreter; its rows come back as JSON."""
+    """Run ``module.run()`` in a fresh interpreter; its rows come back as JSON.
+
+    The child's stdout goes straight to ours (progress shows as it runs); its
+    stderr is collected, echoed, and kept for the report if it fails.
+    """
+    fd, rows_file = tempfile.mkstemp(prefix=f'{module}-', suffix='.json')
+    os.close(fd)
     code = (f'import json, sys; sys.path[:0] = [{HERE!r}, {ROOT!r}]; '
             f'import {module} as m; rows = m.run(); '
-            f'sys.stdout.write("\\n@@ROWS@@" + json.dumps(rows, default=str))')
+            f'json.dump(rows, open({rows_file!r}, "w"), default=str)')
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(
         [ROOT] + ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
-    proc = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    out, _, rows = proc.stdout.partition('\n@@ROWS@@')
-    if out.strip():
-        print(out.rstrip())
-    if proc.returncode != 0 or not rows:
-        raise RuntimeError(f'exit status {proc.returncode}\n{proc.stderr[-4000:]}')
-    if proc.stderr.strip():
-        print(proc.stderr.rstrip(), file=sys.stderr)
-    return json.loads(rows)
+    try:
+        proc = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env,
+                              stdout=None, stderr=subprocess.PIPE, text=True,
+                              timeout=timeout)
+        if proc.stderr.strip():
+            print(proc.stderr.rstrip(), file=sys.stderr)
+        if proc.returncode != 0:
+            raise RuntimeError(f'exit status {proc.returncode}\n{proc.stderr[-4000:]}')
+        with open(rows_file) as f:
+            return json.load(f)
+    finally:
+        os.remove(rows_file)
 
 
 def _fmt(v):

@@ -82,9 +82,13 @@ MXNetError = EngineError
 
 def op_error(name, ctx, exc, where='engine'):
     """The :class:`EngineError` reported for ``exc`` raised by operator ``name``."""
-    tb = ''.join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    err = EngineError(f"operator '{name}' failed on {ctx}: {type(exc).__name__}: "
-                      f"{exc}\n\nOriginal traceback (from the {where}):\n{tb}",
+    try:
+        tb = ''.join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        what = f'{type(exc).__name__}: {exc}'
+    except Exception:                    # an exception that cannot print itself
+        tb, what = '', type(exc).__name__
+    err = EngineError(f"operator '{name}' failed on {ctx}: {what}\n\n"
+                      f"Original traceback (from the {where}):\n{tb}",
                       op=name, ctx=ctx)
     err.__cause__ = exc
     return err
@@ -128,6 +132,7 @@ class Stream:
         self.last_write = 0
         self.errors = []                 # failures not yet reported
         self.cuda_stream = backend.new_stream(ctx) if self.is_gpu else None
+        self._held = []                  # [(cuda event, source arrays)]
         self._start()
 
     def _start(self):
@@ -184,12 +189,14 @@ class Stream:
             trace = _TRACE[0]
             if trace is not None:
                 t0 = _now()
-            if deps is not None:
-                self._wait_deps(deps)
-            if _FAILED[0] and self._inherit(args, outs):
-                pass                         # an input failed: so does this op
-            else:
-                try:
+            try:
+                if deps is not None:         # other streams' ops we read
+                    self._wait_deps(deps)
+                    if trace is not None:
+                        t0 = _now()          # waiting is not working
+                if _FAILED[0] and self._inherit(args, outs):
+                    pass                     # an input failed: so does this op
+                else:
                     n = len(args)
                     if n == 1:
                         res = fn(args[0]._data, **attrs)
@@ -202,8 +209,10 @@ class Stream:
                     else:
                         for o, r in zip(outs, res):
                             o._data = r
-                except BaseException as e:   # noqa: B902 - re-raised at a sync point
-                    self._fail(e, name, outs)
+                    if deps is not None and self.is_gpu:
+                        self._hold_sources(args)
+            except BaseException as e:       # noqa: B902 - re-raised at a sync point
+                self._fail(e, name, outs)
             if trace is not None:
                 trace.append((self.ctx, name, t0, _now(), seq))
             # Drop this op's arrays now: get() may block for a long time.
@@ -227,6 +236,18 @@ class Stream:
                     self.cuda_stream.wait_event(ev)
                 else:                        # GPU -> host: this thread waits
                     st.cuda_stream.synchronize()
+
+    def _hold_sources(self, args):
+        # A copy from another GPU is only queued on our stream; if its source
+        # were freed now, the memory pool could hand that memory to a kernel
+        # on the source's stream before our copy has read it.  Keep the
+        # sources until an event after the copy says it is done.
+        held = [(e, d) for e, d in self._held if not e.done]
+        with backend.device_guard(self.ctx):
+            ev = backend.new_event()
+            ev.record(self.cuda_stream)
+        held.append((ev, [a._data for a in args]))
+        self._held = held
 
     def _wake(self):
         with self._lock:
@@ -353,6 +374,7 @@ def waitall():
         s.wait(s.pushed)
         if s.is_gpu:
             s.cuda_stream.synchronize()
+            s._held = []
     errors = []
     for s in list(_STREAMS.values()):
         errors += s.errors

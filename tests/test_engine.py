@@ -659,3 +659,101 @@ def test_multi_output_ops(engine_kind, num):
     parts = parts if isinstance(parts, list) else [parts]
     got = np.concatenate([p.asnumpy().reshape(2, -1) for p in parts], axis=1)
     np.testing.assert_array_equal(got, np.arange(6).reshape(2, 3))
+
+
+# --- the GPU code path, on a stand-in for CuPy -----------------------------------------
+class _FakeEvent:
+    def __init__(self, log):
+        self.log, self.done = log, False
+
+    def record(self, stream):
+        self.log.append(('record', str(stream.ctx)))
+        self.done = True
+
+
+class _FakeCudaStream:
+    def __init__(self, ctx, log):
+        self.ctx, self.log = ctx, log
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def synchronize(self):
+        self.log.append(('synchronize', str(self.ctx)))
+
+    def wait_event(self, ev):
+        self.log.append(('wait_event', str(self.ctx)))
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch):
+    """gpu(0) and gpu(1) backed by NumPy, logging the CUDA calls the engine makes."""
+    from d2lmini import backend
+    if HAS_GPU:
+        pytest.skip('real GPUs here: the real path is tested')
+    log = []
+    monkeypatch.setattr(backend, 'check_context', lambda ctx: None)
+    monkeypatch.setattr(backend, 'xp', lambda ctx: np)
+    monkeypatch.setattr(backend, 'device_guard', lambda ctx: backend._NullGuard)
+    monkeypatch.setattr(backend, 'new_stream', lambda ctx: _FakeCudaStream(ctx, log))
+    monkeypatch.setattr(backend, 'new_event', lambda: _FakeEvent(log))
+    monkeypatch.setattr(backend, 'to_context', lambda a, ctx: np.array(a, copy=True))
+    monkeypatch.setattr(backend, 'asarray_on',
+                        lambda data, ctx, dtype=None: np.asarray(data, dtype=dtype))
+    yield log
+    nd.waitall()
+    for key in [k for k in engine._STREAMS if k[0] == 'gpu']:
+        del engine._STREAMS[key]                # later tests see no GPU again
+
+
+def test_gpu_path_uses_events_between_gpus(fake_gpus, threaded):
+    log = fake_gpus
+    g0, g1 = mx.gpu(0), mx.gpu(1)
+    y = nd.ones((3,), ctx=g0) * 2
+    y.wait_to_read()
+    assert ('synchronize', 'gpu(0)') in log     # a host read waits for the GPU
+    del log[:]
+    z = y.copyto(g1)                            # gpu(0) -> gpu(1)
+    z.wait_to_read()
+    # gpu(1)'s stream waits on an event recorded on gpu(0)'s: no host sync
+    # of gpu(0); then an event after the copy guards the source's memory.
+    assert log[:2] == [('record', 'gpu(0)'), ('wait_event', 'gpu(1)')]
+    assert ('record', 'gpu(1)') in log and ('synchronize', 'gpu(0)') not in log
+    assert engine.stream_for(g1)._held          # source kept until the copy is done
+    del log[:]
+    y[:] = 5                                    # a write after gpu(1)'s read
+    y.wait_to_read()
+    assert log[:2] == [('record', 'gpu(1)'), ('wait_event', 'gpu(0)')]
+    del log[:]
+    c = y.copyto(mx.cpu(1))                     # gpu -> host: the worker syncs
+    assert c.asnumpy().tolist() == [5, 5, 5]
+    assert ('synchronize', 'gpu(0)') in log
+    assert z.asnumpy().tolist() == [2, 2, 2]
+    nd.waitall()
+    assert not engine.stream_for(g1)._held
+
+
+def test_gpu_path_naive_mode_synchronizes(fake_gpus):
+    log = fake_gpus
+    with engine.engine_mode('naive'):
+        y = nd.exp(nd.zeros((2,), ctx=mx.gpu(0)))
+        assert y._stream is engine._NAIVE
+        assert log.count(('synchronize', 'gpu(0)')) >= 2   # after each op
+        assert y.asnumpy().tolist() == [1, 1]
+
+
+def test_a_failing_dependency_wait_fails_the_op_not_the_worker(fake_gpus, threaded,
+                                                               monkeypatch):
+    from d2lmini import backend
+    y = nd.ones((2,), ctx=mx.gpu(0)) + 1
+
+    def broken_event():
+        raise RuntimeError('cudaErrorLaunchFailure (stand-in)')
+    monkeypatch.setattr(backend, 'new_event', broken_event)
+    z = y.copyto(mx.gpu(1))
+    with pytest.raises(mx.EngineError, match='stand-in'):
+        z.wait_to_read()
+    assert (nd.ones((2,), ctx=mx.gpu(1)) * 3).asnumpy().tolist() == [3, 3]

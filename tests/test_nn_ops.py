@@ -263,6 +263,25 @@ def test_convolution_on_two_cpu_devices_at_once():
         close(o.asnumpy(), r)
 
 
+def test_convolution_in_image_groups_when_columns_are_huge(ctx, monkeypatch):
+    """Past the workspace limit the batch goes a few images at a time (as
+    MXNet does): same results, bounded memory."""
+    from d2lmini.ndarray import nn_ops
+    x, w, b = rnd(7, 3, 8, 8), rnd(4, 3, 3, 3, seed=1), rnd(4, seed=2)
+    head = rnd(7, 4, 4, 4, seed=3)
+
+    def run():
+        return grads_of(lambda x, w, b: nd.Convolution(
+            x, w, b, kernel=3, num_filter=4, pad=1, stride=2), x, w, b, ctx=ctx,
+            head=head)
+    whole = run()
+    monkeypatch.setattr(nn_ops, '_COLS_LIMIT', 2 * 3 * 9 * 16 * 4)   # 2 images
+    parts = run()
+    close(parts[0], whole[0])
+    for a, r in zip(parts[1], whole[1]):
+        close(a, r)
+
+
 def test_convolution_float64_stays_float64(ctx):
     x, w = rnd(2, 2, 5, 5, dtype=np.float64), rnd(3, 2, 3, 3, seed=1, dtype=np.float64)
     y = nd.Convolution(nd.array(x, dtype='float64'), nd.array(w, dtype='float64'),

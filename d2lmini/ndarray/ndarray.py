@@ -101,8 +101,9 @@ def invoke(op, args, attrs=_EMPTY):
         if ctx.device_type == 'cpu' and _TRACE[0] is None:
             # Synchronous fast path (naive engine): run the kernel right here.
             if a0._stream is not _NAIVE or n > 1:
-                for a in args:
-                    if a._stream is not _NAIVE:
+                for a in args:           # made before a switch to naive?
+                    s = a._stream
+                    if s is not _NAIVE and (s.done < a._seq or a._exc is not None):
                         engine.wait_for(a)
             try:
                 if n == 1:

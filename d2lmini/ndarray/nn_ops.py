@@ -35,16 +35,18 @@ batch is one GEMM per direction (forward, data gradient, weight gradient);
 and the price, transposing to and from NCHW, is paid on arrays as small as
 the input and output, not on the KH*KW times larger ``cols``.
 """
+import copy
 import difflib
 import functools
 import inspect
 import math
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from .. import autograd as _ag
-from .. import backend
+from .. import backend, engine
 from .ndarray import invoke
 from .ops import _sigmoid, _softrelu, one_hot
 from .registry import OPS, Case, Op, register
@@ -146,6 +148,32 @@ def _ws(xp, name, shape, dtype):
     return buf[:size].reshape(shape)
 
 
+_POOL = {}                       # helper threads, started on first use
+_POOL_LOCK = threading.Lock()
+
+
+def _split(fn, n, data):
+    """Run ``fn(lo, hi)`` over ``range(n)`` cut into one piece per core.
+
+    NumPy releases the GIL inside copies and ufunc loops, so the memory-bound
+    passes (im2col, col2im, transposes) can use the cores the GEMMs use; we
+    take as many pieces as the engine gives BLAS threads (cores / CPU devices).
+    """
+    k = min(n, engine.blas_threads() or 1) if isinstance(data, np.ndarray) else 1
+    if k <= 1 or data.nbytes < (1 << 20):    # small: threads cost more than they save
+        fn(0, n)
+        return
+    with _POOL_LOCK:
+        pool = _POOL.get(k)
+        if pool is None:
+            pool = _POOL[k] = ThreadPoolExecutor(k - 1, thread_name_prefix='d2lmini-nn')
+    cut = [n * i // k for i in range(k + 1)]
+    pending = [pool.submit(fn, lo, hi) for lo, hi in zip(cut[1:-1], cut[2:])]
+    fn(cut[0], cut[1])
+    for p in pending:
+        p.result()
+
+
 _SLAB = 48 * 1024                # bytes of source rows per block: about L1 size
 
 
@@ -160,14 +188,15 @@ def _transpose_into(src, dst):
         dst[...] = src.T
         return dst
     r, c = src.shape
-    if r >= c:
-        step = max(8, _SLAB // max(1, c * src.itemsize))
-        for i in range(0, r, step):
+    if r < c:                        # block along the longer axis
+        src, dst = src.T, dst.T      # (views: the same copy, seen transposed)
+        r, c = c, r
+    step = max(8, _SLAB // max(1, c * src.itemsize))
+
+    def blocks(lo, hi):
+        for i in range(lo * step, min(hi * step, r), step):
             np.copyto(dst[:, i:i + step], src[i:i + step].T)
-    else:
-        step = max(8, _SLAB // max(1, r * src.itemsize))
-        for j in range(0, c, step):
-            np.copyto(dst[j:j + step], src[:, j:j + step].T)
+    _split(blocks, -(-r // step), src)
     return dst
 
 
@@ -271,6 +300,33 @@ class _Geom:
         self.Wp = max(self.W + 2 * self.pw, (self.OW - 1) * self.sw + span_w)
         self.M = self.OH * self.OW * self.N
 
+    def images(self, n):
+        """The same geometry for a batch of ``n`` images."""
+        g = copy.copy(self)
+        g.N, g.M = n, self.OH * self.OW * n
+        return g
+
+
+_COLS_LIMIT = 1 << 30     # bytes of im2col columns at a time (MXNet's workspace)
+
+
+def _by_images(g, dtype, fn):
+    """``[fn(n0, n1, geometry of images n0:n1)]``: usually ONE call, the batch.
+
+    Only when ``cols`` would pass _COLS_LIMIT (big images, big batches) do
+    we go a few images at a time, as MXNet does, so memory stays bounded.
+    """
+    per_image = g.C * g.KH * g.KW * g.OH * g.OW * np.dtype(dtype).itemsize
+    step = max(1, _COLS_LIMIT // per_image)
+    if step >= g.N:
+        return [fn(0, g.N, g)]
+    return [fn(n0, min(n0 + step, g.N), g.images(min(step, g.N - n0)))
+            for n0 in range(0, g.N, step)]
+
+
+def _stack(xp, parts):
+    return parts[0] if len(parts) == 1 else xp.concatenate(parts)
+
 
 @functools.lru_cache(maxsize=512)
 def _conv_geom(name, dshape, wshape, kernel, stride, dilate, pad, num_group):
@@ -339,7 +395,7 @@ def _im2col(x, g):
     win = _as_strided(xc, (g.C, g.KH, g.KW, g.OH, g.OW, g.N),
                       (sc, g.dh * sh, g.dw * sw, g.sh * sh, g.sw * sw, sn))
     cols = _ws(xp, 'cols', win.shape, x.dtype)
-    xp.copyto(cols, win)
+    _split(lambda lo, hi: xp.copyto(cols[lo:hi], win[lo:hi]), g.C, cols)
     return cols.reshape(-1, g.M)
 
 
@@ -352,11 +408,15 @@ def _col2im(cols, g, dtype):
     xp = _xp(cols)
     d = cols.reshape(g.C, g.KH, g.KW, g.OH, g.OW, g.N)
     dxc = _ws(xp, 'chwn', (g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype)
-    dxc.fill(0)
-    for i in range(g.KH):
-        for j in range(g.KW):
-            v = _tap(dxc, i, j, g, 1)
-            xp.add(v, d[:, i, j], out=v)
+
+    def add_taps(lo, hi):                  # channels lo:hi
+        part = dxc[lo:hi]
+        part.fill(0)
+        for i in range(g.KH):
+            for j in range(g.KW):
+                v = _tap(part, i, j, g, 1)
+                xp.add(v, d[lo:hi, i, j], out=v)
+    _split(add_taps, g.C, dxc)
     if g.ph or g.pw:                       # crop the padding (a contiguous copy)
         inner = _ws(xp, 'chwn_inner', (g.C, g.H, g.W, g.N), dtype)
         inner[...] = dxc[:, g.ph:g.ph + g.H, g.pw:g.pw + g.W]
@@ -446,7 +506,8 @@ class Convolution(Op):
                 pad=(0, 0), num_filter=None, num_group=1):
         g = _conv_geom(self.name, x.shape, w.shape, kernel, stride, dilate, pad,
                        num_group)
-        return _conv_forward(x, w, b, g, num_group)
+        return _stack(_xp(x), _by_images(g, x.dtype, lambda n0, n1, gi: _conv_forward(
+            x[n0:n1], w, b, gi, num_group)))
 
     def backward(self, dy, inputs, out, kernel=None, stride=(1, 1), dilate=(1, 1),
                  pad=(0, 0), num_filter=None, num_group=1):
@@ -493,7 +554,8 @@ class ConvDataGrad(Op):
                 pad=(0, 0), num_group=1):
         g = _conv_geom(self.name, tuple(data_shape), w.shape, kernel, stride, dilate,
                        pad, num_group)
-        return _conv_data_grad(dy, w, g, num_group, dy.dtype)
+        return _stack(_xp(dy), _by_images(g, dy.dtype, lambda n0, n1, gi: _conv_data_grad(
+            dy[n0:n1], w, gi, num_group, dy.dtype)))
 
     def backward(self, gx, inputs, out, data_shape, **geom):
         dy, w = inputs
@@ -530,7 +592,8 @@ class ConvWeightGrad(Op):
                 pad=(0, 0), num_group=1):
         w = tuple(weight_shape)
         g = _conv_geom(self.name, x.shape, w, kernel, stride, dilate, pad, num_group)
-        return _conv_weight_grad(dy, x, g, num_group, w)
+        return sum(_by_images(g, x.dtype, lambda n0, n1, gi: _conv_weight_grad(
+            dy[n0:n1], x[n0:n1], gi, num_group, w)))
 
     def backward(self, gw, inputs, out, weight_shape, **geom):
         dy, x = inputs
@@ -1289,8 +1352,8 @@ def SoftmaxActivation(data, mode='instance', out=None, name=None, **kwargs):
 def softmax_cross_entropy(data, label, out=None, name=None, **kwargs):
     """Sum over the batch of ``-log softmax(data)[label]``; shape ``(1,)``.
 
-    >>> nd.softmax_cross_entropy(nd.zeros((2, 4)), nd.array([0, 3]))
-    [2.7725887]          # 2 * log(4)
+    >>> round(nd.softmax_cross_entropy(nd.zeros((2, 4)), nd.array([0, 3])).asscalar(), 4)
+    2.7726
     """
     _check_kwargs(softmax_cross_entropy, kwargs)
     return _result(invoke(OPS['softmax_cross_entropy'], (data, label)), out)
