@@ -263,6 +263,21 @@ def test_convolution_on_two_cpu_devices_at_once():
         close(o.asnumpy(), r)
 
 
+def test_convolution_big_enough_to_use_helper_threads(ctx):
+    """Arrays over 1 MB split their copies and adds across the cores."""
+    x, w, b = rnd(32, 16, 24, 24), rnd(8, 16, 3, 3, seed=1), rnd(8, seed=2)
+    head = rnd(32, 8, 24, 24, seed=3)
+    y, (gx, gw, gb) = grads_of(lambda x, w, b: nd.Convolution(
+        x, w, b, kernel=3, num_filter=8, pad=1), x, w, b, ctx=ctx, head=head)
+    close(y, conv_ref(x, w, b, pad=(1, 1)))
+    close(gb, head.sum(axis=(0, 2, 3)), rtol=1e-3)
+    if torch is not None:
+        ref = torch_grads(lambda x, w, b: tF.conv2d(x, w, b, padding=1), x, w, b,
+                          head=head)
+        close(gx, ref[1][0], rtol=1e-3, atol=1e-4)
+        close(gw, ref[1][1], rtol=1e-3, atol=1e-3)
+
+
 def test_convolution_in_image_groups_when_columns_are_huge(ctx, monkeypatch):
     """Past the workspace limit the batch goes a few images at a time (as
     MXNet does): same results, bounded memory."""

@@ -1327,14 +1327,14 @@ def LeakyReLU(data, gamma=None, act_type='leaky', slope=0.25, lower_bound=0.125,
 
 def softmax(data, axis=-1, temperature=None, out=None, name=None, **kwargs):
     """Softmax along ``axis`` (of ``data / temperature``)."""
-    _check_kwargs(softmax, kwargs, ('dtype', 'use_length', 'length'))
+    _check_kwargs(softmax, kwargs)
     res = invoke(OPS['softmax'], (data,), {'axis': int(axis), 'temperature': temperature})
     return _result(res, out)
 
 
 def log_softmax(data, axis=-1, temperature=None, out=None, name=None, **kwargs):
     """``log(softmax(data))`` along ``axis``, stable for large inputs."""
-    _check_kwargs(log_softmax, kwargs, ('dtype', 'use_length'))
+    _check_kwargs(log_softmax, kwargs)
     res = invoke(OPS['log_softmax'], (data,), {'axis': int(axis),
                                                 'temperature': temperature})
     return _result(res, out)
