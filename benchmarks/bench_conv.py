@@ -33,13 +33,26 @@ except ImportError:                           # pragma: no cover
 TARGET = 1.2          # the headline row must stay within 1.2x PyTorch's time
 
 
+def _warm(fn, seconds=1.0):
+    """Run ``fn`` for a while: caches, allocator and CPU clocks settle."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        fn()
+
+
 def _compare(ours, theirs, rounds=6, number=5):
     """Best per-call ms of ``ours`` and ``theirs``, measured in alternation."""
+    for fn in (ours, theirs):
+        if fn is not None:
+            _warm(fn)
     best = [float('inf'), float('inf')]
     for _ in range(rounds):
         for k, fn in enumerate((ours, theirs)):
             if fn is None:
                 continue
+            # BLAS/OpenMP worker threads spin for a while after a call; let
+            # them go idle so one side's threads do not slow the other's.
+            time.sleep(0.25)
             fn()                                       # warm-up of the block
             for _ in range(number):
                 t = time.perf_counter()
@@ -154,12 +167,32 @@ def run(rounds=6, number=5):
     return rows
 
 
+def blas_core():
+    """The kernel family OpenBLAS picked for this CPU (e.g. 'Haswell' = AVX2,
+    'SkylakeX' = AVX-512), or None: it sets the speed of every GEMM."""
+    import ctypes
+    try:
+        with open('/proc/self/maps') as f:
+            paths = sorted({ln.split()[-1] for ln in f if 'openblas' in ln.lower()
+                            and '/' in ln})
+    except OSError:
+        return None
+    for path in paths:
+        for name in ('scipy_openblas_get_corename64_', 'openblas_get_corename64_',
+                     'openblas_get_corename'):
+            fn = getattr(ctypes.CDLL(path), name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return fn().decode()
+    return None
+
+
 def main():
     threads = torch.get_num_threads() if torch is not None else None
-    print(f'd2lmini {mx.__version__} on NumPy {np.__version__} '
-          f'(BLAS threads: {mx.engine.blas_threads()}), PyTorch '
-          f'{torch.__version__ if torch else "not installed"} '
-          f'(threads: {threads}); best of alternating blocks')
+    print(f'd2lmini {mx.__version__} on NumPy {np.__version__} (OpenBLAS core '
+          f'{blas_core()}, threads {mx.engine.blas_threads()}); PyTorch '
+          f'{torch.__version__ if torch else "not installed"} (threads {threads}); '
+          f'best of alternating blocks')
     rows = run()
     w = max(len(r['name']) for r in rows)
     print(f'{"case":<{w}}  {"ours ms":>8}  {"torch ms":>8}  {"ratio":>6}')

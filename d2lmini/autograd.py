@@ -195,6 +195,10 @@ def _run_backward(heads, head_grads, retain_graph, create_graph, wanted=None):
             node.op = None
             node.inputs = ()
             node.attrs = None
+            # out._node -> node -> outputs -> out is a reference cycle: left
+            # alone, every recorded output lives until the cyclic GC runs
+            # (fresh memory each step, page faults: ~20% of a conv step).
+            node.outputs = ()
     return result
 
 

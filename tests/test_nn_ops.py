@@ -229,6 +229,11 @@ def test_convolution_skips_unneeded_data_gradient(ctx):
     ref = np.array([[[xv[:, c, i:i + 3, j:j + 3].sum() for j in range(3)]
                      for i in range(3)] for c in range(3)])
     close(w.grad.asnumpy(), np.broadcast_to(ref, (4, 3, 3, 3)))
+    x.attach_grad()                     # both wanted: one fused backward op
+    with mx.engine.Trace() as tr, autograd.record():
+        nd.Convolution(x, w, kernel=3, num_filter=4, no_bias=True).backward()
+    names = [s[1] for s in tr.spans()]
+    assert '_conv_backward' in names and '_conv_weight_grad' not in names
 
 
 def test_convolution_results_are_not_scratch_buffers(ctx):
@@ -263,8 +268,8 @@ def test_convolution_on_two_cpu_devices_at_once():
         close(o.asnumpy(), r)
 
 
-def test_convolution_big_enough_to_use_helper_threads(ctx):
-    """Arrays over 1 MB split their copies and adds across the cores."""
+def test_convolution_big_batch_in_several_bands(ctx):
+    """A batch whose cols span several bands (the default band size)."""
     x, w, b = rnd(32, 16, 24, 24), rnd(8, 16, 3, 3, seed=1), rnd(8, seed=2)
     head = rnd(32, 8, 24, 24, seed=3)
     y, (gx, gw, gb) = grads_of(lambda x, w, b: nd.Convolution(
@@ -278,22 +283,22 @@ def test_convolution_big_enough_to_use_helper_threads(ctx):
         close(gw, ref[1][1], rtol=1e-3, atol=1e-3)
 
 
-def test_convolution_in_image_groups_when_columns_are_huge(ctx, monkeypatch):
-    """Past the workspace limit the batch goes a few images at a time (as
-    MXNet does): same results, bounded memory."""
+@pytest.mark.parametrize('dshape,wshape,kw', CONVS)
+def test_convolution_in_bands_of_rows_equals_all_at_once(ctx, monkeypatch, dshape,
+                                                         wshape, kw):
+    """cols are built a band of output rows at a time (to stay in the CPU
+    cache); any band size gives the same values and gradients."""
     from d2lmini.ndarray import nn_ops
-    x, w, b = rnd(7, 3, 8, 8), rnd(4, 3, 3, 3, seed=1), rnd(4, seed=2)
-    head = rnd(7, 4, 4, 4, seed=3)
-
-    def run():
-        return grads_of(lambda x, w, b: nd.Convolution(
-            x, w, b, kernel=3, num_filter=4, pad=1, stride=2), x, w, b, ctx=ctx,
-            head=head)
-    whole = run()
-    monkeypatch.setattr(nn_ops, '_COLS_LIMIT', 2 * 3 * 9 * 16 * 4)   # 2 images
-    parts = run()
-    close(parts[0], whole[0])
-    for a, r in zip(parts[1], whole[1]):
+    x, w, b = rnd(*dshape), rnd(*wshape, seed=1), rnd(wshape[0], seed=2)
+    f = lambda x, w, b: nd.Convolution(x, w, b, **_conv_kwargs(wshape, kw))  # noqa
+    head = rnd(*nd.Convolution(nd.array(x), nd.array(w), nd.array(b),
+                               **_conv_kwargs(wshape, kw)).shape, seed=3)
+    monkeypatch.setattr(nn_ops, '_BAND', 1 << 40)        # one band
+    whole = grads_of(f, x, w, b, ctx=ctx, head=head)
+    monkeypatch.setattr(nn_ops, '_BAND', 1)              # one row per band
+    rows = grads_of(f, x, w, b, ctx=ctx, head=head)
+    close(rows[0], whole[0])
+    for a, r in zip(rows[1], whole[1]):
         close(a, r)
 
 
