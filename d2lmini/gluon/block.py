@@ -36,7 +36,6 @@ import numpy as np
 
 from .. import initializer
 from .. import ndarray as nd
-from ..context import Context
 from ..ndarray import NDArray
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
                         load_checked)

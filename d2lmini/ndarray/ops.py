@@ -8,7 +8,7 @@ import builtins
 
 import numpy as np
 
-from .ndarray import NDArray, invoke, _binary, array, zeros, ones_like, zeros_like
+from .ndarray import invoke, _binary, zeros_like
 from .registry import OPS, Case, Op, register, broadcast_shapes, result_dtype, norm_axis
 from .. import backend
 from ..context import cpu
