@@ -30,8 +30,8 @@ does in MXNet.
 import functools
 import math
 
-from . import backend, engine
-from .ndarray.ndarray import NDArray, _run, invoke
+from . import backend
+from .ndarray.ndarray import NDArray, _write_inplace, invoke
 from .ndarray.registry import Op, register as register_op
 
 __all__ = ['Optimizer', 'SGD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta',
@@ -259,19 +259,7 @@ def _inplace(name, fn, writes, reads):
                 f"optimizer update '{name}': weight, gradient and states must "
                 f"be on one context, got "
                 f"{', '.join(f'{x._ctx} {x._shape}' for x in args)}")
-    # Mirrors NDArray._assign: a write waits for pending cross-device reads
-    # of what it overwrites, and marks itself for readers of views.
-    deps = None
-    for w in writes:
-        pending = engine.take_readers(w)
-        if pending:
-            deps = (deps or []) + pending
-    _run(name, fn, args, list(writes), ctx, deps)
-    stream = writes[0]._stream
-    stream.last_write = writes[0]._seq
-    for w in writes:                       # a write through a view updates the base
-        if w._base is not None:
-            w._base._stream, w._base._seq = w._stream, w._seq
+    _write_inplace(name, fn, writes, reads)
 
 
 def _kernel_fn(op, attrs):

@@ -16,7 +16,7 @@ import numpy as np
 from .. import autograd as _ag
 from .. import backend, engine
 from ..context import Context, current_context
-from .registry import OPS
+from .registry import OPS, broadcast_shapes
 
 __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
            'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall']
@@ -162,6 +162,26 @@ def _run(name, fn, args, outs, ctx, deps=None):
     for o in outs:
         o._stream = s
         o._seq = seq
+
+
+def _write_inplace(name, fn, writes, reads):
+    """Push ``fn(*writes, *reads)``, which rewrites ``writes`` in place.
+
+    The engine protocol of every in-place write (``x[:] = y``, optimizer
+    updates): wait for pending cross-device reads of what is overwritten,
+    mark the write for readers of views, and let a write through a view
+    update its base.
+    """
+    deps = None
+    for w in writes:
+        pending = engine.take_readers(w)
+        if pending:
+            deps = (deps or []) + pending
+    _run(name, fn, tuple(writes) + tuple(reads), list(writes), writes[0]._ctx, deps)
+    writes[0]._stream.last_write = writes[0]._seq
+    for w in writes:
+        if w._base is not None:
+            w._base._stream, w._base._seq = w._stream, w._seq
 
 
 def _as_nd(x, like):
@@ -447,22 +467,17 @@ class NDArray:
             args = (self, value)
         # Shape check on the front end, so a bad assignment fails here.
         tshape = self._shape if key is None else _slice_shape(self._shape, key)
-        if isinstance(value, NDArray):
+        if isinstance(value, NDArray) and value._shape != tshape:
             try:
-                np.broadcast_shapes(value._shape, tshape)
-                if np.broadcast_shapes(value._shape, tshape) != tshape:
-                    raise ValueError
+                ok = broadcast_shapes('_setitem', value._shape, tshape) == tshape
             except ValueError:
+                ok = False
+            if not ok:
                 raise ValueError(f'cannot assign an array of shape {value._shape} to '
-                                 f'a slice of shape {tshape}') from None
+                                 f'a slice of shape {tshape}')
         scalar = value if len(args) == 1 else None
-        fn = functools.partial(_setitem_kernel, key, scalar)
-        base = self._base
-        deps = engine.take_readers(self)     # pending cross-device reads of us
-        _run('_setitem', fn, args, [self], self._ctx, deps)
-        self._stream.last_write = self._seq  # readers of views must see this
-        if base is not None:                # a write through a view updates the base
-            base._stream, base._seq = self._stream, self._seq
+        _write_inplace('_setitem', functools.partial(_setitem_kernel, key, scalar),
+                       [self], args[1:])
 
     # -- methods that mirror nd functions --------------------------------------------
     def reshape(self, *shape, **kwargs):
