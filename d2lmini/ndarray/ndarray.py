@@ -633,23 +633,26 @@ def _index_key(key, arr):
     return key
 
 
-@functools.lru_cache(maxsize=1024)
-def _slice_shape_cached(shape, key):
-    return np.empty(shape, dtype=np.uint8)[key].shape if np.prod(shape) < 2 ** 16 \
-        else np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape,
-                                             (0,) * len(shape))[key].shape
+def _probe_shape(shape, key):
+    """Index a zero-stride stand-in of ``shape``: the result's shape, no data."""
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape,
+                                            (0,) * len(shape))
+    try:
+        return probe[key].shape
+    except IndexError as e:
+        raise IndexError(f'index {key!r} invalid for shape {shape}: {e}') from None
+
+
+_probe_shape_cached = functools.lru_cache(maxsize=1024)(_probe_shape)
 
 
 def _slice_shape(shape, key):
     """Shape of ``x[key]`` for ``x`` of ``shape``, computed without data."""
     try:
         hash(key)
-        return _slice_shape_cached(shape, key)
     except TypeError:                        # arrays in the key: not hashable
-        return np.lib.stride_tricks.as_strided(
-            np.zeros(1, np.uint8), shape, (0,) * len(shape))[key].shape
-    except IndexError as e:
-        raise IndexError(f'index {key!r} invalid for shape {shape}: {e}') from None
+        return _probe_shape(shape, key)
+    return _probe_shape_cached(shape, key)
 
 
 _SCALAR_OPS = {'add': ('_plus_scalar', '_plus_scalar'),
