@@ -244,7 +244,7 @@ class NDArray:
     def asnumpy(self):
         """A NumPy copy of the values (waits for them)."""
         d = self._value()
-        return d.get() if backend.is_gpu_array(d) else np.array(d, copy=True)
+        return d.get() if backend.is_gpu_array(d) else np.array(d, copy=True, order='C')
 
     def asscalar(self):
         if self.size != 1:

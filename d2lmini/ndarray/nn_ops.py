@@ -31,11 +31,18 @@ The layout is chosen for speed on a CPU.  Columns are ordered
 ``(oh, ow, n)``, the batch innermost, and the input is first transposed to
 ``(C, H, W, N)``.  Then a window row is a *contiguous* run of ``OW * N``
 numbers, so im2col and col2im are long memory copies and adds, and the whole
-batch goes through each GEMM at once; the price, transposing to and from
-NCHW, is paid on arrays as small as the input and output, not on the KH*KW
-times larger ``cols``.  ``cols`` is built a band of output rows at a time,
-small enough to stay in the CPU cache (see :func:`_bands`), and the backward
-pass computes ``dx`` and ``dW`` in one sweep over the bands.
+batch goes through each GEMM at once.  ``cols`` is built a band of output
+rows at a time, small enough to stay in the CPU cache (see :func:`_bands`),
+and the backward pass computes ``dx`` and ``dW`` in one sweep over the bands.
+
+The GEMM's result ``(F, OH, OW, N)`` is not transposed back: the op returns
+it as an ``(N, F, OH, OW)`` *view* (NumPy strides), so ``y.shape`` is NCHW as
+always while the memory stays CHWN.  Elementwise ops and pooling keep their
+input's memory order, and the next convolution finds its input already in
+``(C, H, W, N)``: a CNN runs from layer to layer without transposing (only
+the network's input and the flatten before the first dense layer pay one,
+on small arrays).  The gradients flow back the same way.  No value depends
+on the layout; ``asnumpy()`` returns an ordinary C-ordered copy.
 """
 import difflib
 import functools
@@ -306,22 +313,60 @@ def _conv_geom(name, dshape, wshape, kernel, stride, dilate, pad, num_group):
     return g
 
 
+def _chwn(a):
+    """``a`` (N, C, H, W) as the C-contiguous ``(C, H, W, N)`` array it is
+    stored as, or None if it is stored another way.
+
+    Convolution results are stored that way (see the module's docstring), and
+    elementwise ops and pooling keep their input's memory order, so a CNN's
+    activations stay in this layout from one convolution to the next.
+    """
+    t = a.transpose(1, 2, 3, 0)
+    return t if t.flags.c_contiguous else None
+
+
+def _empty_as(xp, shape, like):
+    """An empty NCHW array of ``shape``, stored in ``like``'s memory order."""
+    if _chwn(like) is not None:
+        n, c, h, w = shape
+        return xp.empty((c, h, w, n), like.dtype).transpose(3, 0, 1, 2)
+    return xp.empty(shape, like.dtype)
+
+
+def _as_layout(a, like, copy=False):
+    """``a`` itself if it is stored like ``like`` (and not ``copy``), else a
+    copy that is."""
+    if not copy and (_chwn(a) is None) == (_chwn(like) is None):
+        return a
+    out = _empty_as(_xp(a), a.shape, like)
+    out[...] = a
+    return out
+
+
 def _to_chwn(x, g):
-    """NCHW ``x`` -> a ``(C, H + 2ph, W + 2pw, N)`` scratch buffer, zero border."""
+    """NCHW ``x`` -> ``(C, H + 2ph, W + 2pw, N)``, zero border.
+
+    Free if ``x`` is already stored as CHWN and there is no padding (the
+    input of every convolution after the first); a copy into a scratch
+    buffer otherwise.
+    """
     xp = _xp(x)
+    t = _chwn(x)
+    if t is not None and g.ph == g.pw == 0:
+        return t
     xc = _ws(xp, 'chwn', (g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), x.dtype)
-    x2 = x.reshape(g.N, -1)
-    if g.ph == g.pw == 0:
-        _transpose_into(x2, xc.reshape(-1, g.N))
-        return xc
-    inner = _ws(xp, 'chwn_inner', (g.C, g.H, g.W, g.N), x.dtype)
-    _transpose_into(x2, inner.reshape(-1, g.N))
+    if t is None:                                    # transpose NCHW -> CHWN
+        t = xc if g.ph == g.pw == 0 else \
+            _ws(xp, 'chwn_inner', (g.C, g.H, g.W, g.N), x.dtype)
+        _transpose_into(x.reshape(g.N, -1), t.reshape(-1, g.N))
+        if t is xc:
+            return xc
     ph, pw = g.ph, g.pw
     xc[:, :ph] = 0
     xc[:, ph + g.H:] = 0
     xc[:, ph:ph + g.H, :pw] = 0
     xc[:, ph:ph + g.H, pw + g.W:] = 0
-    xc[:, ph:ph + g.H, pw:pw + g.W] = inner
+    xc[:, ph:ph + g.H, pw:pw + g.W] = t
     return xc
 
 
@@ -340,8 +385,9 @@ def _windows(x, g):
 _BAND = 4 << 20           # bytes of cols per GEMM: a few MB stay in the CPU cache
 
 
-def _bands(g, dtype, xp):
-    """Bands ``(r0, r1)`` of output rows whose ``cols`` take about _BAND bytes.
+def _bands(g, dtype, xp, f=0):
+    """Bands ``(r0, r1)`` of output rows whose ``cols`` (and ``f`` rows of
+    output) take about _BAND bytes.
 
     A batch's ``cols`` is big (41 MB for LeNet's second layer at batch 256):
     made all at once it streams through main memory three times (written by
@@ -350,7 +396,7 @@ def _bands(g, dtype, xp):
     memory stays bounded for large images.  Each band is still ONE GEMM over
     the whole batch; a small problem is a single band; a GPU takes one band.
     """
-    per_row = g.C * g.KH * g.KW * g.OW * g.N * np.dtype(dtype).itemsize
+    per_row = (g.C * g.KH * g.KW + f) * g.OW * g.N * np.dtype(dtype).itemsize
     step = g.OH if xp is not np else max(1, _BAND // per_row)
     return [(r, min(r + step, g.OH)) for r in range(0, g.OH, step)]
 
@@ -385,38 +431,62 @@ def _band(a, rows):
     return a[:, rows[0]:rows[1]].reshape(a.shape[0], -1)
 
 
-def _nchw_to_cn(a, g):
-    """``(N, F, OH, OW)`` -> ``(F, OH, OW, N)``, the layout of cols' columns."""
-    t = _ws(_xp(a), 'y', (a.shape[1], g.OH, g.OW, g.N), a.dtype)
-    _transpose_into(a.reshape(g.N, -1), t.reshape(-1, g.N))
-    return t
+def _gemm_rows(f, k, groups, xp):
+    """Rows to give the forward GEMM for ``f`` filters of ``k`` taps.
+
+    OpenBLAS's float32 kernels work on blocks of 8 rows here; 50 rows leave
+    a ragged block that costs as much as 6 more (measured: a 50 x 500 by
+    500 x 20736 product takes longer than a 56-row one).  So a compute-bound
+    GEMM gets zero rows up to a multiple of 8, dropped afterwards.
+    """
+    if xp is not np or groups != 1 or f < 8 or k < 64:
+        return f
+    return -(-f // 8) * 8
 
 
-def _conv_forward(x, w, b, g, groups):
+def _conv_forward(x, w, b, g, groups, act=None):
+    """The convolution (plus bias, plus ``act`` = 'relu' if given), returned
+    as an (N, F, OH, OW) view of an (F, OH, OW, N) array: the GEMM's layout,
+    kept as it is (see :func:`_chwn`)."""
     xp = _xp(x)
     f = w.shape[0]
-    wg = _grouped(w.reshape(f, -1), groups)
+    w2 = w.reshape(f, -1)
+    fp = _gemm_rows(f, w2.shape[1], groups, xp)
+    if fp != f:
+        wp = _ws(xp, 'w_rows', (fp, w2.shape[1]), w.dtype)
+        wp[:f] = w2
+        wp[f:] = 0
+        w2 = wp
+    wg = _grouped(w2, groups)
     win = _windows(x, g)
-    y = _ws(xp, 'y', (f, g.OH, g.OW, g.N), x.dtype)
-    for rows in _bands(g, x.dtype, xp):
+    ypad = xp.empty((fp, g.OH, g.OW, g.N), x.dtype)
+    y = ypad[:f]                                   # C-contiguous either way
+    bias = None if b is None else b.reshape(f, 1)
+    for rows in _bands(g, x.dtype, xp, fp):
         cols = _im2col(win, rows, g)
-        _matmul(xp, wg, _grouped(cols, groups), _grouped(_band(y, rows), groups))
-    if b is not None:
-        y += b.reshape(f, 1, 1, 1)
-    out = xp.empty((g.N, f, g.OH, g.OW), x.dtype)
-    _transpose_into(y.reshape(-1, g.N), out.reshape(g.N, -1))   # N to the front
-    return out
+        _matmul(xp, wg, _grouped(cols, groups), _grouped(_band(ypad, rows), groups))
+        yb = _band(y, rows)                        # still in the cache:
+        if bias is not None:
+            yb += bias
+        if act == 'relu':
+            xp.maximum(yb, 0, out=yb)
+    return y.transpose(3, 0, 1, 2)
 
 
 def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
     """``dx`` (if ``w`` is given) and ``dW`` (if ``x`` is given) of a
-    convolution, in one pass over the bands of output rows: ``dY`` is
-    transposed once, and each band's cols and dcols are used while they are
-    in the cache.  ``dx`` is col2im of ``W.T @ dY``; ``dW = dY @ cols.T``.
+    convolution, in one pass over the bands of output rows: each band's cols
+    and dcols are used while they are in the cache.  ``dx`` is col2im of
+    ``W.T @ dY``; ``dW = dY @ cols.T``.  ``dY`` is used in place if it is
+    stored as (F, OH, OW, N) (it is when it comes from the layers above),
+    and ``dx`` comes back stored as (C, H, W, N).
     """
     xp = _xp(dy)
     f = dy.shape[1]
-    dyt = _nchw_to_cn(dy, g)
+    dyt = _chwn(dy)
+    if dyt is None:
+        dyt = _ws(xp, 'dy', (f, g.OH, g.OW, g.N), dy.dtype)
+        _transpose_into(dy.reshape(g.N, -1), dyt.reshape(-1, g.N))
     dx = dw = None
     if x is not None:
         win = _windows(x, g)                         # recomputed, as MXNet does
@@ -426,7 +496,9 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
         part = xp.empty_like(dwt)
     if w is not None:
         wt = _grouped(w.reshape(f, -1), groups).transpose(0, 2, 1)
-        dxc = _ws(xp, 'dchwn', (g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dy.dtype)
+        shape = (g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N)
+        dxc = _ws(xp, 'dchwn', shape, dy.dtype) if g.ph or g.pw else \
+            xp.empty(shape, dy.dtype)               # no padding: the result
         dxc.fill(0)
     for k, rows in enumerate(_bands(g, dy.dtype, xp)):
         dy_band = _grouped(_band(dyt, rows), groups)
@@ -442,11 +514,8 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
             _col2im(dcols, rows, dxc, g)
     if w is not None:
         if g.ph or g.pw:                             # crop the padding
-            inner = _ws(xp, 'chwn_inner', (g.C, g.H, g.W, g.N), dy.dtype)
-            inner[...] = dxc[:, g.ph:g.ph + g.H, g.pw:g.pw + g.W]
-            dxc = inner
-        dx = xp.empty((g.N, g.C, g.H, g.W), dy.dtype)
-        _transpose_into(dxc.reshape(-1, g.N), dx.reshape(g.N, -1))
+            dxc = xp.ascontiguousarray(dxc[:, g.ph:g.ph + g.H, g.pw:g.pw + g.W])
+        dx = dxc.transpose(3, 0, 1, 2)
     if x is not None:
         dw = xp.ascontiguousarray(dwt.transpose(0, 2, 1)).reshape(wshape)
     return dx, dw
@@ -676,8 +745,8 @@ def _pool_padded(x, g, fill):
     """``x`` inside a border of ``fill`` wide enough for every window."""
     if g.Hp == g.H and g.Wp == g.W:
         return x
-    xp = _xp(x)
-    buf = xp.full((g.N, g.C, g.Hp, g.Wp), fill, x.dtype)
+    buf = _empty_as(_xp(x), (g.N, g.C, g.Hp, g.Wp), x)
+    buf.fill(fill)
     buf[:, :, g.ph:g.ph + g.H, g.pw:g.pw + g.W] = x
     return buf
 
@@ -735,7 +804,7 @@ class Pooling(Op):
                       pooling_convention)
         src = _pool_padded(x, g, _low(x.dtype) if pool_type == 'max' else 0)
         combine = xp.maximum if pool_type == 'max' else xp.add
-        y = xp.empty((g.N, g.C, g.OH, g.OW), x.dtype)
+        y = _empty_as(xp, (g.N, g.C, g.OH, g.OW), x)     # x's memory order
         y[...] = _tap(src, 0, 0, g, 2)
         for i in range(g.KH):                 # one pass per kernel tap
             for j in range(g.KW):
@@ -783,7 +852,10 @@ class PoolBackward(Op):
         # leftover rows), each pixel belongs to one tap: write, don't add.
         tiles = (g.sh, g.sw) == (g.KH, g.KW) and not (g.ph or g.pw) and \
             (g.OH * g.KH, g.OW * g.KW) == (h, w)
-        dxp = (xp.empty if tiles else xp.zeros)((n, c, g.Hp, g.Wp), x.dtype)
+        dxp = _empty_as(xp, (n, c, g.Hp, g.Wp), x)       # x's memory order
+        if not tiles:
+            dxp.fill(0)
+        dy = _as_layout(dy, x)
         taps = [(i, j) for i in range(g.KH) for j in range(g.KW)]
         if pool_type == 'max':
             src = _pool_padded(x, g, _low(x.dtype))
@@ -814,7 +886,7 @@ class PoolBackward(Op):
                     xp.add(v, gd, out=v)
         if dxp.shape == x.shape:
             return dxp
-        return xp.ascontiguousarray(dxp[:, :, g.ph:g.ph + h, g.pw:g.pw + w])
+        return _as_layout(dxp[:, :, g.ph:g.ph + h, g.pw:g.pw + w], x, copy=True)
 
 
 # === activations =================================================================
