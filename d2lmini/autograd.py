@@ -154,8 +154,8 @@ def _run_backward(heads, head_grads, retain_graph, create_graph, wanted=None):
     order = _topo(heads)
     grads = {}
     for h, g in zip(heads, head_grads):
-        if g is None:
-            g = _nd.ones_like(h)
+        if g is None:                        # ones, stored like the head
+            g = _nd.invoke(_nd.OPS['ones_like_op'], (h,))
         elif g.shape != h.shape:
             raise ValueError(f'head gradient shape {g.shape} != head shape {h.shape}')
         _accumulate(grads, h, g)

@@ -17,6 +17,7 @@ from .. import autograd as _ag
 from .. import backend, engine
 from ..context import Context, current_context
 from .registry import OPS, broadcast_shapes
+from . import layout
 
 __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
            'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall']
@@ -607,7 +608,10 @@ def _setitem_kernel(key, scalar, dst, src=None):
     elif not getattr(dst.flags, 'writeable', True):
         dst = dst.copy()                     # a broadcast view: own the buffer now
     if key is None:
-        dst[...] = v
+        if isinstance(v, np.ndarray):
+            layout.copyto(dst, v)          # fast across NCHW/CHWN storage
+        else:
+            dst[...] = v
     else:
         dst[key] = v
     return dst

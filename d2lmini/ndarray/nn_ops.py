@@ -56,6 +56,8 @@ from .. import autograd as _ag
 from .. import backend
 from .ndarray import invoke
 from .ops import _sigmoid, _softrelu, one_hot
+from .layout import as_layout as _as_layout, chwn as _chwn, empty_as as _empty_as
+from .layout import transpose_into as _transpose_into
 from .registry import OPS, Case, Op, register
 from . import random as _random
 
@@ -153,26 +155,6 @@ def _ws(xp, name, shape, dtype):
     if buf is None or buf.size < size:
         buf = bufs[(name, dtype)] = np.empty(size, dtype)
     return buf[:size].reshape(shape)
-
-
-_SLAB = 48 * 1024                # bytes of source rows per block: about L1 size
-
-
-def _transpose_into(src, dst):
-    """``dst[...] = src.T`` for 2-D arrays, fast for large ones on a CPU.
-
-    NumPy copies in the destination's order.  Transposing a wide array (e.g.
-    ``(N, C*H*W)``) that way reads short columns: fine.  A tall one (``(F*OH*OW,
-    N)``) is read along columns thousands of rows long, and every step misses
-    the L1 cache; slabs of rows that fit in L1 make that copy 3x faster.
-    """
-    if not isinstance(src, np.ndarray) or src.shape[0] <= src.shape[1]:
-        dst[...] = src.T
-        return dst
-    step = max(8, _SLAB // (src.shape[1] * src.itemsize))
-    for i in range(0, src.shape[0], step):
-        np.copyto(dst[:, i:i + step], src[i:i + step].T)
-    return dst
 
 
 def _as_strided(a, shape, strides):
@@ -311,36 +293,6 @@ def _conv_geom(name, dshape, wshape, kernel, stride, dilate, pad, num_group):
                          f"larger than the padded input {(g.H + 2 * g.ph, g.W + 2 * g.pw)}"
                          f" of data shape {dshape}")
     return g
-
-
-def _chwn(a):
-    """``a`` (N, C, H, W) as the C-contiguous ``(C, H, W, N)`` array it is
-    stored as, or None if it is stored another way.
-
-    Convolution results are stored that way (see the module's docstring), and
-    elementwise ops and pooling keep their input's memory order, so a CNN's
-    activations stay in this layout from one convolution to the next.
-    """
-    t = a.transpose(1, 2, 3, 0)
-    return t if t.flags.c_contiguous else None
-
-
-def _empty_as(xp, shape, like):
-    """An empty NCHW array of ``shape``, stored in ``like``'s memory order."""
-    if _chwn(like) is not None:
-        n, c, h, w = shape
-        return xp.empty((c, h, w, n), like.dtype).transpose(3, 0, 1, 2)
-    return xp.empty(shape, like.dtype)
-
-
-def _as_layout(a, like, copy=False):
-    """``a`` itself if it is stored like ``like`` (and not ``copy``), else a
-    copy that is."""
-    if not copy and (_chwn(a) is None) == (_chwn(like) is None):
-        return a
-    out = _empty_as(_xp(a), a.shape, like)
-    out[...] = a
-    return out
 
 
 def _to_chwn(x, g):

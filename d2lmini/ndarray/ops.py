@@ -111,6 +111,7 @@ _unary('floor',     np.floor,        None, differentiable=False)
 _unary('ceil',      np.ceil,         None, differentiable=False)
 _unary('round',     np.round,        None, differentiable=False)
 _unary('zeros_like_op', np.zeros_like, None, differentiable=False)
+_unary('ones_like_op', np.ones_like, None, differentiable=False)  # keeps the layout
 
 
 @register
