@@ -30,7 +30,7 @@ def _best_alternating(fns, rounds=6, number=10):
         for k, fn in enumerate(fns):
             if fn is None:
                 continue
-            time.sleep(0.1)          # let the other side's BLAS threads go idle
+            time.sleep(0.3)          # let the other side's worker threads go idle
             t = time.perf_counter()
             for _ in range(number):
                 fn()

@@ -779,3 +779,41 @@ def test_lenet_like_stack_trains_in_both_engines(engine_kind):
         losses.append(loss.asscalar())
     assert losses[-1] < 0.6 * losses[0]
     assert all(b < a for a, b in zip(losses, losses[1:]))
+
+
+def test_fused_conv_relu_equals_the_two_ops():
+    """``nd._conv_act`` (what Conv2D(activation='relu') runs) gives the values
+    and gradients of Convolution followed by relu."""
+    rng = np.random.default_rng(0)
+    X, W, B, H = (rng.standard_normal(s).astype(np.float32)
+                  for s in [(4, 3, 9, 8), (6, 3, 3, 3), (6,), (4, 6, 5, 6)])
+    attrs = dict(kernel=(3, 3), pad=(1, 0), stride=(2, 1), num_filter=6)
+    results = []
+    for fused in (False, True):
+        x, w, b = nd.array(X), nd.array(W), nd.array(B)
+        for a in (x, w, b):
+            a.attach_grad()
+        with autograd.record():
+            y = nd._conv_act(x, w, b, act_type='relu', **attrs) if fused else \
+                nd.relu(nd.Convolution(x, w, b, **attrs))
+        y.backward(nd.array(H))
+        results.append([a.asnumpy() for a in (y, x.grad, w.grad, b.grad)])
+    for ours, ref in zip(*results):
+        np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="only 'relu' is fused"):
+        nd._conv_act(nd.array(X), nd.array(W), act_type='tanh', **attrs)
+
+
+def test_conv2d_relu_layer_runs_one_fused_op():
+    from d2lmini import gluon
+    from d2lmini.engine import Trace
+    net = gluon.nn.Conv2D(4, 3, activation='relu')
+    net.initialize()
+    x = nd.random.normal(shape=(2, 3, 6, 6))
+    net(x).wait_to_read()
+    with Trace() as tr:
+        y = net(x)
+    assert [s[1] for s in tr.spans()] == ['_conv_act']
+    w, b = net.weight.data(), net.bias.data()
+    ref = nd.relu(nd.Convolution(x, w, b, kernel=(3, 3), num_filter=4))
+    np.testing.assert_allclose(y.asnumpy(), ref.asnumpy(), rtol=1e-6, atol=1e-6)

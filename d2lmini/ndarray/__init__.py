@@ -6,6 +6,7 @@ from . import ops
 from .ops import *          # noqa: F401,F403 - the functional operator surface
 from . import nn_ops        # registers the neural-network operators
 from .nn_ops import *       # noqa: F401,F403
+from .nn_ops import _conv_act  # noqa: F401 - fused conv + relu, for gluon's Conv2D
 from . import random
 from .io import save, load
 from .. import context as _context

@@ -644,6 +644,39 @@ class ConvBackward(Op):
         return [ddy, dx, dw]
 
 
+@register
+class ConvolutionAct(Op):
+    """``Activation(Convolution(x, w, b), 'relu')`` as ONE op.
+
+    The relu is applied to each band of the GEMM's output while it is still
+    in the CPU cache, instead of in a second pass over the largest array of
+    a CNN (LeNet's first layer: 14 MB per batch of 256).  MXNet's MKL-DNN
+    backend fuses the same pair.  gluon's ``Conv2D(..., activation='relu')``
+    runs this op; the values are those of the two ops in sequence.
+    """
+    name = '_conv_act'
+    cases = (Case((2, 3, 5, 5), (4, 3, 3, 3), (4,), kernel=(3, 3), num_filter=4,
+                  act_type='relu'),
+             Case((2, 3, 6, 5), (4, 3, 3, 2), kernel=(3, 2), stride=(2, 1),
+                  pad=(1, 1), num_filter=4, act_type='relu'))
+
+    def infer(self, shapes, dtypes, act_type='relu', **conv):
+        if act_type != 'relu':
+            raise ValueError(f"operator '{self.name}': act_type={act_type!r}; only "
+                             f"'relu' is fused (use Convolution, then Activation)")
+        return type(OPS['Convolution']).infer(self, shapes, dtypes, **conv)
+
+    def forward(self, x, w, b=None, act_type='relu', kernel=None, stride=(1, 1),
+                dilate=(1, 1), pad=(0, 0), num_filter=None, num_group=1):
+        g = _conv_geom(self.name, x.shape, w.shape, kernel, stride, dilate, pad,
+                       num_group)
+        return _conv_forward(x, w, b, g, num_group, act=act_type)
+
+    def backward(self, dy, inputs, out, act_type='relu', **conv):
+        dz = _ACTIVATIONS[act_type][1](dy, None, out)    # through the relu
+        return OPS['Convolution'].backward(dz, inputs, out, **conv)
+
+
 # === Pooling ====================================================================
 _POOL_TYPES = ('max', 'avg', 'sum')
 
@@ -1301,9 +1334,28 @@ def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None,
     (1, 2, 2, 2)
     """
     _check_kwargs(Convolution, kwargs, _CONV_IGNORED)
+    return _result(_convolution('Convolution', data, weight, bias, kernel, stride,
+                                dilate, pad, num_filter, num_group, no_bias,
+                                layout), out)
+
+
+def _conv_act(data, weight, bias=None, act_type='relu', kernel=None, stride=None,
+              dilate=None, pad=None, num_filter=None, num_group=1, no_bias=False,
+              layout=None):
+    """``Activation(Convolution(...), act_type)`` as one fused op (2-D; relu):
+    what gluon's ``Conv2D(activation='relu')`` runs."""
+    return _convolution('_conv_act', data, weight, bias, kernel, stride, dilate,
+                        pad, num_filter, num_group, no_bias, layout,
+                        act_type=act_type)
+
+
+def _convolution(op, data, weight, bias, kernel, stride, dilate, pad, num_filter,
+                 num_group, no_bias, layout, **extra):
     if kernel is None or num_filter is None:
         raise TypeError("Convolution() needs the keywords 'kernel' and 'num_filter'")
     n = _spatial('Convolution', data, layout)
+    if op != 'Convolution' and n != 2:
+        raise ValueError(f"operator '{op}': 2-D only, got data shape {data.shape}")
     attrs = {'kernel': _tuple('Convolution', 'kernel', kernel, n),
              'stride': _tuple('Convolution', 'stride', 1 if stride is None else stride, n),
              'dilate': _tuple('Convolution', 'dilate', 1 if dilate is None else dilate, n),
@@ -1317,10 +1369,10 @@ def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None,
                              f"(num_filter, C/num_group, K), got shape {weight.shape}")
         data, weight = _lift(data), _lift(weight)
     args = (data, weight) if no_bias or bias is None else (data, weight, bias)
-    res = invoke(OPS['Convolution'], args, attrs)
+    res = invoke(OPS[op], args, dict(attrs, **extra))
     if n == 1:
         res = res.reshape((res.shape[0], res.shape[1], res.shape[3]))
-    return _result(res, out)
+    return res
 
 
 def Pooling(data, kernel=None, pool_type='max', global_pool=False, stride=None,

@@ -77,6 +77,9 @@ class _Conv(HybridBlock):
                 self.act = Activation(activation, prefix=activation + '_')
             else:
                 self.act = None
+            # 2-D + relu: one fused op (F._conv_act), same values, one pass less
+            self._fused_act = activation == 'relu' and n == 2 and \
+                'layout' not in self._kwargs
 
     def _weight_shape(self, in_channels):
         if in_channels % self._groups:
@@ -98,6 +101,8 @@ class _Conv(HybridBlock):
         self.weight.shape = self._weight_shape(x.shape[self._layout.index('C')])
 
     def hybrid_forward(self, F, x, weight, bias=None):
+        if self._fused_act:
+            return F._conv_act(x, weight, bias, act_type='relu', **self._kwargs)
         if bias is None:
             out = F.Convolution(x, weight, **self._kwargs)
         else:
