@@ -73,8 +73,10 @@ def copyto(dst, src):
         n = dst.shape[0]
         s, d = chwn(src), chwn(dst)
         if s is not None and d is None and dst.flags.c_contiguous:
-            return transpose_into(s.reshape(-1, n), dst.reshape(n, -1))
+            transpose_into(s.reshape(-1, n), dst.reshape(n, -1))
+            return dst
         if d is not None and s is None and src.flags.c_contiguous:
-            return transpose_into(src.reshape(n, -1), d.reshape(-1, n))
+            transpose_into(src.reshape(n, -1), d.reshape(-1, n))
+            return dst
     dst[...] = src
     return dst

@@ -57,7 +57,7 @@ from .. import backend
 from .ndarray import invoke
 from .ops import _sigmoid, _softrelu, one_hot
 from .layout import as_layout as _as_layout, chwn as _chwn, empty_as as _empty_as
-from .layout import transpose_into as _transpose_into
+from .layout import copyto as _copyto, transpose_into as _transpose_into
 from .registry import OPS, Case, Op, register
 from . import random as _random
 
@@ -431,7 +431,7 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
     and dcols are used while they are in the cache.  ``dx`` is col2im of
     ``W.T @ dY``; ``dW = dY @ cols.T``.  ``dY`` is used in place if it is
     stored as (F, OH, OW, N) (it is when it comes from the layers above),
-    and ``dx`` comes back stored as (C, H, W, N).
+    and ``dx`` comes back stored like ``x``.
     """
     xp = _xp(dy)
     f = dy.shape[1]
@@ -446,11 +446,14 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
         # with OpenBLAS than dY @ cols.T, and dW is small to transpose back.
         dwt = xp.empty((groups, g.C * g.KH * g.KW // groups, f // groups), dy.dtype)
         part = xp.empty_like(dwt)
+    # dx is stored like x (a gradient takes its variable's layout): CHWN
+    # inside a CNN, NCHW for a network's input.  Unknown x: CHWN.
+    as_chwn = x is None or _chwn(x) is not None
     if w is not None:
         wt = _grouped(w.reshape(f, -1), groups).transpose(0, 2, 1)
         shape = (g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N)
-        dxc = _ws(xp, 'dchwn', shape, dy.dtype) if g.ph or g.pw else \
-            xp.empty(shape, dy.dtype)               # no padding: the result
+        dxc = xp.empty(shape, dy.dtype) if as_chwn and not (g.ph or g.pw) else \
+            _ws(xp, 'dchwn', shape, dy.dtype)        # else the result itself
         dxc.fill(0)
     for k, rows in enumerate(_bands(g, dy.dtype, xp)):
         dy_band = _grouped(_band(dyt, rows), groups)
@@ -466,8 +469,12 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
             _col2im(dcols, rows, dxc, g)
     if w is not None:
         if g.ph or g.pw:                             # crop the padding
-            dxc = xp.ascontiguousarray(dxc[:, g.ph:g.ph + g.H, g.pw:g.pw + g.W])
+            dxc = dxc[:, g.ph:g.ph + g.H, g.pw:g.pw + g.W]
+            if as_chwn:
+                dxc = xp.ascontiguousarray(dxc)
         dx = dxc.transpose(3, 0, 1, 2)
+        if not as_chwn:
+            dx = _copyto(xp.empty(dx.shape, dx.dtype), dx)
     if x is not None:
         dw = xp.ascontiguousarray(dwt.transpose(0, 2, 1)).reshape(wshape)
     return dx, dw
