@@ -3,6 +3,7 @@
 ``import d2lmini as mx`` then ``from d2lmini import nd, autograd, gluon, d2l``
 runs the classic d2l MXNet code unchanged.
 """
+from . import storage              # pooled host memory (before any big array)
 from . import context, backend, engine
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import autograd
