@@ -304,14 +304,14 @@ def _to_chwn(x, g):
     """
     xp = _xp(x)
     t = _chwn(x)
-    if t is not None and g.ph == g.pw == 0:
-        return t
+    pad = g.ph or g.pw
+    if t is not None and not pad:
+        return t                                     # in place: free
     xc = _ws(xp, 'chwn', (g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), x.dtype)
-    if t is None:                                    # transpose NCHW -> CHWN
-        t = xc if g.ph == g.pw == 0 else \
-            _ws(xp, 'chwn_inner', (g.C, g.H, g.W, g.N), x.dtype)
+    if t is None:                                    # NCHW: transpose it first
+        t = _ws(xp, 'chwn_inner', (g.C, g.H, g.W, g.N), x.dtype) if pad else xc
         _transpose_into(x.reshape(g.N, -1), t.reshape(-1, g.N))
-        if t is xc:
+        if not pad:
             return xc
     ph, pw = g.ph, g.pw
     xc[:, :ph] = 0
