@@ -781,27 +781,50 @@ def test_lenet_like_stack_trains_in_both_engines(engine_kind):
     assert all(b < a for a, b in zip(losses, losses[1:]))
 
 
-def test_fused_conv_relu_equals_the_two_ops():
-    """``nd._conv_act`` (what Conv2D(activation='relu') runs) gives the values
-    and gradients of Convolution followed by relu."""
+def _conv_relu_grads(fused, x_grad, bias, second_order=False):
     rng = np.random.default_rng(0)
     X, W, B, H = (rng.standard_normal(s).astype(np.float32)
                   for s in [(4, 3, 9, 8), (6, 3, 3, 3), (6,), (4, 6, 5, 6)])
     attrs = dict(kernel=(3, 3), pad=(1, 0), stride=(2, 1), num_filter=6)
-    results = []
-    for fused in (False, True):
-        x, w, b = nd.array(X), nd.array(W), nd.array(B)
-        for a in (x, w, b):
-            a.attach_grad()
-        with autograd.record():
-            y = nd._conv_act(x, w, b, act_type='relu', **attrs) if fused else \
-                nd.relu(nd.Convolution(x, w, b, **attrs))
+    x, w = nd.array(X), nd.array(W)
+    b = nd.array(B) if bias else None
+    params = [a for a in (x if x_grad else None, w, b) if a is not None]
+    for a in params:
+        a.attach_grad()
+    with autograd.record():
+        y = nd._conv_act(x, w, b, act_type='relu', **attrs) if fused else \
+            nd.relu(nd.Convolution(x, w, b, no_bias=not bias, **attrs))
+        if second_order:          # d/dw of |dL/dx|^2, through the backward
+            gx = autograd.grad((y * nd.array(H)).sum(), [x], create_graph=True)[0]
+            z = (gx * gx).sum()
+    if second_order:
+        z.backward()
+    else:
         y.backward(nd.array(H))
-        results.append([a.asnumpy() for a in (y, x.grad, w.grad, b.grad)])
-    for ours, ref in zip(*results):
+    return [y.asnumpy()] + [a.grad.asnumpy() for a in params]
+
+
+@pytest.mark.parametrize('x_grad,bias', [(True, True), (False, True), (True, False)],
+                         ids=['all', 'first layer (no dx)', 'no bias'])
+def test_fused_conv_relu_equals_the_two_ops(x_grad, bias):
+    """``nd._conv_act`` (what Conv2D(activation='relu') runs) gives the values
+    and gradients of Convolution followed by relu."""
+    fused = _conv_relu_grads(True, x_grad, bias)
+    for ours, ref in zip(fused, _conv_relu_grads(False, x_grad, bias)):
         np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="only 'relu' is fused"):
-        nd._conv_act(nd.array(X), nd.array(W), act_type='tanh', **attrs)
+        nd._conv_act(nd.ones((1, 3, 5, 5)), nd.ones((6, 3, 3, 3)), act_type='tanh',
+                     kernel=(3, 3), num_filter=6)
+
+
+def test_fused_conv_relu_second_order():
+    """Second order through conv + relu, fused or not (here: d/dw of
+    |dL/dx|^2).  With a bias this once failed: Convolution.backward appended
+    the bias gradient to the output list that the tape had recorded."""
+    fused = _conv_relu_grads(True, True, True, second_order=True)
+    for ours, ref in zip(fused, _conv_relu_grads(False, True, True, second_order=True)):
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5)
+    assert np.abs(fused[2]).sum() > 0                  # w.grad: not all zeros
 
 
 def test_conv2d_relu_layer_runs_one_fused_op():
