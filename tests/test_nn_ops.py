@@ -840,3 +840,24 @@ def test_conv2d_relu_layer_runs_one_fused_op():
     w, b = net.weight.data(), net.bias.data()
     ref = nd.relu(nd.Convolution(x, w, b, kernel=(3, 3), num_filter=4))
     np.testing.assert_allclose(y.asnumpy(), ref.asnumpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize('act', [False, True], ids=['conv', 'conv+relu'])
+def test_padded_gemm_rows_give_the_same_convolution(act):
+    """A compute-bound forward GEMM gets zero rows up to a multiple of 8
+    (10 filters of 8x3x3 taps: 16 rows); the extra rows never show."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((3, 8, 7, 6)).astype(np.float32)
+    W = rng.standard_normal((10, 8, 3, 3)).astype(np.float32)
+    B = rng.standard_normal(10).astype(np.float32)
+    from d2lmini.ndarray.nn_ops import _gemm_rows
+    assert _gemm_rows(10, 72, 1, np) == 16
+    x, w, b = nd.array(X), nd.array(W), nd.array(B)
+    ref = conv_ref(X, W, B, pad=(1, 1))
+    if act:
+        y = nd._conv_act(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=10)
+        ref = np.maximum(ref, 0)
+    else:
+        y = nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=10)
+    assert y.shape == ref.shape
+    close(y.asnumpy(), ref)
