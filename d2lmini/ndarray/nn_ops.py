@@ -480,6 +480,13 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
     return dx, dw
 
 
+def _check_out_grad(name, dy, g, f):
+    """The gradient ops' check: ``dy`` has the convolution output's shape."""
+    if tuple(dy) != (g.N, f, g.OH, g.OW):
+        raise ValueError(f"operator '{name}': output gradient shape {tuple(dy)} "
+                         f"!= convolution output {(g.N, f, g.OH, g.OW)}")
+
+
 @register
 class Convolution(Op):
     """2-D convolution (cross-correlation, as in every DL framework), NCHW.
@@ -552,9 +559,7 @@ class ConvDataGrad(Op):
         dy, w = tuple(shapes[0]), tuple(shapes[1])
         g = _conv_geom(self.name, tuple(data_shape), w, kernel, stride, dilate, pad,
                        num_group)
-        if dy != (g.N, w[0], g.OH, g.OW):
-            raise ValueError(f"operator '{self.name}': output gradient shape {dy} "
-                             f"!= convolution output {(g.N, w[0], g.OH, g.OW)}")
+        _check_out_grad(self.name, dy, g, w[0])
         return tuple(data_shape), _float_dtype(self.name, dtypes)
 
     def forward(self, dy, w, data_shape, kernel=None, stride=(1, 1), dilate=(1, 1),
@@ -589,9 +594,7 @@ class ConvWeightGrad(Op):
         dy, x = tuple(shapes[0]), tuple(shapes[1])
         w = tuple(weight_shape)
         g = _conv_geom(self.name, x, w, kernel, stride, dilate, pad, num_group)
-        if dy != (g.N, w[0], g.OH, g.OW):
-            raise ValueError(f"operator '{self.name}': output gradient shape {dy} "
-                             f"!= convolution output {(g.N, w[0], g.OH, g.OW)}")
+        _check_out_grad(self.name, dy, g, w[0])
         return w, _float_dtype(self.name, dtypes)
 
     def forward(self, dy, x, weight_shape, kernel=None, stride=(1, 1), dilate=(1, 1),
@@ -625,9 +628,7 @@ class ConvBackward(Op):
               pad=(0, 0), num_group=1):
         dy, x, w = (tuple(s) for s in shapes)
         g = _conv_geom(self.name, x, w, kernel, stride, dilate, pad, num_group)
-        if dy != (g.N, w[0], g.OH, g.OW):
-            raise ValueError(f"operator '{self.name}': output gradient shape {dy} "
-                             f"!= convolution output {(g.N, w[0], g.OH, g.OW)}")
+        _check_out_grad(self.name, dy, g, w[0])
         dt = _float_dtype(self.name, dtypes)
         return [(x, dt), (w, dt)]
 
