@@ -11,7 +11,10 @@ A :class:`HybridBlock` writes its computation as
 ``hybrid_forward(F, x, *args, **params)``: ``F`` is the ``nd`` module and its
 Parameters arrive as keyword arguments holding the copies on ``x``'s context.
 It also infers the shapes of deferred Parameters from the first input
-(``infer_shape``).  ``hybridize()`` is accepted and currently changes nothing.
+(``infer_shape``).  Its inputs may be NDArrays, ``None`` and (nested) lists.
+``hybridize()`` keeps execution imperative but makes the Block check its
+inputs as MXNet's cached graph does (one context, no Python numbers, the
+same structure of inputs on every call).
 
 Examples
 --------
@@ -96,6 +99,58 @@ class _BlockScope:
             return False
         _BlockScope._current.value = self._old_scope
         return False
+
+
+def _holds_unregistered_block(data, children):
+    """Whether nested lists/tuples/dicts ``data`` hold a Block not in ``children``."""
+    if isinstance(data, (list, tuple)):
+        return any(_holds_unregistered_block(v, children) for v in data)
+    if isinstance(data, dict):
+        return any(_holds_unregistered_block(v, children) for v in data.values())
+    return isinstance(data, Block) and not any(data is c for c in children)
+
+
+# --- inputs of a HybridBlock ---------------------------------------------------------
+_HYBRID = threading.local()      # .inside: running within a hybridized Block
+
+
+def _input_contexts(args):
+    """(context of the first NDArray, set of all contexts) in nested lists."""
+    first, ctxs = None, set()
+    stack = list(reversed(args))
+    while stack:
+        a = stack.pop()
+        if isinstance(a, NDArray):
+            if first is None:
+                first = a._ctx
+            ctxs.add(a._ctx)
+        elif isinstance(a, (list, tuple)):
+            stack.extend(reversed(a))
+    return first, ctxs
+
+
+def _input_format(args, block_name):
+    """MXNet's input format: 0 an NDArray, -1 None, a list for a list."""
+    fmt = []
+    for a in args:
+        if isinstance(a, NDArray):
+            fmt.append(0)
+        elif a is None:
+            fmt.append(-1)
+        elif isinstance(a, (list, tuple)):
+            fmt.append(_input_format(a, block_name))
+        else:
+            raise ValueError(
+                f'{block_name}: after hybridize() the inputs of a HybridBlock must '
+                f'be NDArrays, None or (nested) lists of them, but got {a!r} of '
+                f'type {type(a).__name__}')
+    return fmt
+
+
+def _formats_agree(stored, fmt):
+    """Equal, or differing only by trailing Nones (arguments left to defaults)."""
+    n = min(len(stored), len(fmt))
+    return stored[:n] == fmt[:n] and all(f == -1 for f in stored[n:] + fmt[n:])
 
 
 def _indent(s, n):
@@ -231,6 +286,7 @@ class Block:
         ``select`` is a regular expression matched against the names, e.g.
         ``'.*weight'`` or ``'dense0_weight|dense0_bias'``.
         """
+        self._check_container_with_block()
         ret = ParameterDict(self._params.prefix)
         if not select:
             ret.update(self.params)
@@ -240,6 +296,20 @@ class Block:
         for child in self._children.values():
             ret.update(child.collect_params(select=select))
         return ret
+
+    def _check_container_with_block(self):
+        """Warn about Blocks kept in a list/tuple/dict attribute: they are not
+        children, so their Parameters are invisible to collect_params()."""
+        children = list(self._children.values())
+        for k, v in self.__dict__.items():
+            if isinstance(v, (list, tuple, dict)) and not k.startswith('__') and \
+                    k != '_children' and _holds_unregistered_block(v, children):
+                warnings.warn(
+                    f'"{type(self).__name__}.{k}" is an unregistered container with '
+                    f'Blocks. Note that Blocks inside the list, tuple or dict will '
+                    f'not be registered automatically. Make sure to register them '
+                    f'using register_child() or switching to '
+                    f'nn.Sequential/nn.HybridSequential instead. ', stacklevel=3)
 
     def _collect_params_with_prefix(self, prefix=''):
         """{'0.weight': Parameter, ...}: names by position in the Block tree."""
@@ -431,12 +501,26 @@ class HybridBlock(Block):
         super().__init__(prefix=prefix, params=params, **kwargs)
         self.__dict__['_active'] = False
         self.__dict__['_flags'] = {}
+        self.__dict__['_in_format'] = None    # input structure of the 1st hybrid call
 
     def hybridize(self, active=True, **kwargs):
-        """Accepted for MXNet compatibility (``static_alloc=...`` too)."""
+        """Accepted for MXNet compatibility (``static_alloc=...`` too).
+
+        Execution stays imperative; a hybridized Block checks its inputs as
+        MXNet's cached graph would (see ``_call_hybridized``).
+        """
         self._active = active
         self._flags = dict(kwargs)
+        self._in_format = None
         super().hybridize(active, **kwargs)
+
+    def register_child(self, block, name=None):
+        self.__dict__['_in_format'] = None    # a new graph, as MXNet rebuilds it
+        super().register_child(block, name)
+
+    def cast(self, dtype):
+        self.__dict__['_in_format'] = None
+        super().cast(dtype)
 
     def infer_shape(self, *args):
         """Fill in the unknown dimensions of this Block's Parameters from inputs.
@@ -449,10 +533,30 @@ class HybridBlock(Block):
         return {k: v.data(ctx) for k, v in self._reg_params.items()}
 
     def forward(self, x, *args, **kwargs):
-        if not isinstance(x, NDArray):
-            raise TypeError(f'{type(self).__name__} expects an NDArray as its first '
-                            f'input, got {type(x).__name__}; convert with nd.array(...)')
-        ctx = x._ctx
+        """Run ``hybrid_forward`` with the Parameters on the inputs' context.
+
+        Inputs may be NDArrays, ``None`` or (nested) lists of them, and, until
+        ``hybridize()``, anything else too; at least one NDArray must be among
+        them: its context (the first one found) is where the Block runs.
+        """
+        if isinstance(x, NDArray) and not args:     # the common case, kept cheap
+            ctx, ctxs = x._ctx, (x._ctx,)
+        else:
+            ctx, ctxs = _input_contexts((x,) + args)
+        if ctx is None:
+            raise ValueError(
+                f'{type(self).__name__}: a HybridBlock needs at least one NDArray '
+                f'among its inputs (None and nested lists are allowed), got '
+                f'{", ".join(type(a).__name__ for a in (x,) + args)}; convert data '
+                f'with nd.array(...)')
+        if self._active and not getattr(_HYBRID, 'inside', False):
+            return self._call_hybridized(ctx, ctxs, x, *args, **kwargs)
+        if x is not None and not isinstance(x, NDArray):
+            with ctx:
+                return self._forward_on(ctx, x, *args, **kwargs)
+        return self._forward_on(ctx, x, *args, **kwargs)
+
+    def _forward_on(self, ctx, x, *args, **kwargs):
         if not self._reg_params:
             return self.hybrid_forward(nd, x, *args, **kwargs)
         try:
@@ -463,6 +567,37 @@ class HybridBlock(Block):
                 p._finish_deferred_init()
             params = self._params_on(ctx)
         return self.hybrid_forward(nd, x, *args, **kwargs, **params)
+
+    def _call_hybridized(self, ctx, ctxs, *args, **kwargs):
+        """What a hybridized Block accepts, checked as MXNet's cached graph does.
+
+        Execution stays imperative, but code that MXNet would refuse once
+        hybridized is refused here too: inputs on several contexts, inputs
+        other than NDArrays/None/lists (a graph has no place for a Python
+        number), and a call whose structure of inputs (where the Nones and
+        lists are) differs from the first call's.  Blocks called inside a
+        hybridized Block are part of its graph and are not checked again.
+        """
+        if len(ctxs) > 1:
+            raise ValueError(
+                f'{type(self).__name__}: inputs on several contexts '
+                f'{sorted(map(str, ctxs))}; after hybridize() a HybridBlock takes '
+                f'its inputs on one context')
+        fmt = _input_format(args, type(self).__name__)
+        if self._in_format is None:
+            self._in_format = fmt
+        elif not _formats_agree(self._in_format, fmt):
+            raise ValueError(
+                f'{type(self).__name__}: the argument structure of this call '
+                f'{fmt} does not match the first call after hybridize() '
+                f'{self._in_format} (0: an NDArray, -1: None, [...]: a list); '
+                f'call hybridize() again to start anew')
+        _HYBRID.inside = True
+        try:
+            with ctx:
+                return self._forward_on(ctx, *args, **kwargs)
+        finally:
+            _HYBRID.inside = False
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """Override this (or ``forward``): the computation, written with ``F``."""
