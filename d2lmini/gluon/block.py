@@ -38,6 +38,7 @@ import warnings
 import numpy as np
 
 from .. import initializer
+from .. import name as _name
 from .. import ndarray as nd
 from ..ndarray import NDArray
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
@@ -46,17 +47,6 @@ from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
 __all__ = ['Block', 'HybridBlock']
 
 # --- naming --------------------------------------------------------------------------
-_COUNTERS = {}                        # top-level blocks: 'dense' -> next index
-_COUNTER_LOCK = threading.Lock()
-
-
-def _next_name(hint):
-    with _COUNTER_LOCK:
-        n = _COUNTERS.get(hint, 0)
-        _COUNTERS[hint] = n + 1
-    return f'{hint}{n}'
-
-
 class _BlockScope:
     """The name scope of a Block: children created inside get its prefix."""
     _current = threading.local()
@@ -65,14 +55,15 @@ class _BlockScope:
         self._block = block
         self._counter = {}
         self._old_scope = None
+        self._name_scope = None
 
     @staticmethod
     def create(prefix, params, hint):
         """(prefix, ParameterDict) for a new Block, from the current scope."""
         current = getattr(_BlockScope._current, 'value', None)
         if current is None:
-            if prefix is None:
-                prefix = _next_name(hint) + '_'
+            if prefix is None:         # top level: mx.name's current manager
+                prefix = _name._current().get(None, hint) + '_'
             params = ParameterDict(prefix) if params is None else \
                 ParameterDict(params.prefix, params)
             return prefix, params
@@ -92,11 +83,16 @@ class _BlockScope:
             return self
         self._old_scope = getattr(_BlockScope._current, 'value', None)
         _BlockScope._current.value = self
+        # As in MXNet, names from mx.name inside the scope get the prefix too.
+        self._name_scope = _name.Prefix(self._block.prefix)
+        self._name_scope.__enter__()
         return self
 
     def __exit__(self, *exc):
         if self._block._empty_prefix:
             return False
+        self._name_scope.__exit__(*exc)
+        self._name_scope = None
         _BlockScope._current.value = self._old_scope
         return False
 
