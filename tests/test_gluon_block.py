@@ -627,3 +627,13 @@ def test_sequential_of_hybrid_blocks_suggests_hybrid_sequential():
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         mixed.hybridize()
+
+
+def test_summary_refuses_a_hybridized_block_and_leaves_no_hooks():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(4, in_units=3), nn.Dense(2, in_units=4))
+    net.initialize()
+    net[1].hybridize()
+    with pytest.raises(AssertionError, match='must not be hybridized'):
+        net.summary(nd.ones((5, 3)))
+    assert all(not b._forward_hooks for b in (net, net[0], net[1]))

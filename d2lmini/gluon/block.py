@@ -451,7 +451,7 @@ class Block:
 
     def summary(self, *inputs):
         """Print each layer's output shape and parameter count for ``inputs``."""
-        rows, handles, seen = [], [], set()
+        rows, seen = [], set()
 
         def hook(block, _, out):
             shapes = [o.shape for o in (out if isinstance(out, (list, tuple))
@@ -464,9 +464,13 @@ class Block:
             rows.append((f'{type(block).__name__}-{len(rows) + 1}',
                          ', '.join(str(s) for s in shapes), n))
 
-        def add(block):
-            handles.append(block.register_forward_hook(hook))
-        self.apply(add)
+        blocks = []
+        self.apply(blocks.append)
+        for block in blocks:
+            # A hybridized Block is one graph in MXNet: no per-layer hooks.
+            assert not getattr(block, '_active', False), \
+                f'"{block.name}" must not be hybridized to print summary.'
+        handles = [block.register_forward_hook(hook) for block in blocks]
         try:
             self(*inputs)
         finally:
