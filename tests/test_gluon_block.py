@@ -468,7 +468,7 @@ def test_forward_hooks_apply_and_summary(capsys):
     assert seen == ['Dense', 'Dense', 'Sequential']
     net.summary(nd.ones((5, 3)))
     out = capsys.readouterr().out
-    assert 'Dense-1' in out and '(5, 4)' in out and 'Parameters in total: 26' in out
+    assert 'Dense-1' in out and '(5, 4)' in out and 'Total params: 26' in out
 
 
 def test_cast_changes_parameter_dtype():
@@ -637,3 +637,40 @@ def test_summary_refuses_a_hybridized_block_and_leaves_no_hooks():
     with pytest.raises(AssertionError, match='must not be hybridized'):
         net.summary(nd.ones((5, 3)))
     assert all(not b._forward_hooks for b in (net, net[0], net[1]))
+
+
+def test_summary_prints_mxnets_table(capsys):
+    net = nn.Sequential()
+    net.add(nn.Embedding(40, 30), nn.Dense(30, flatten=False), nn.BatchNorm(axis=-1))
+    net.add(nn.Dense(30, flatten=False, params=net[1].params))
+    net.initialize()
+    net.summary(nd.ones((4, 5)))
+    lines = capsys.readouterr().out.splitlines()
+    fmt = '{:>20}  {:>42} {:>15}'
+    assert lines[1] == fmt.format('Layer (type)', 'Output Shape', 'Param #')
+    assert lines[3] == fmt.format('Input', '(4, 5)', 0)
+    assert lines[4] == fmt.format('Embedding-1', '(4, 5, 30)', 1200)
+    assert lines[5] == fmt.format('Dense-2', '(4, 5, 30)', 930)
+    assert lines[6] == fmt.format('BatchNorm-3', '(4, 5, 30)', 120)
+    assert lines[7] == fmt.format('Dense-4', '(4, 5, 30)', 930)   # shares Dense-2's
+    assert lines[9:15] == [
+        'Parameters in forward computation graph, duplicate included',
+        '   Total params: 3180', '   Trainable params: 3120',
+        '   Non-trainable params: 60',            # BatchNorm's running mean and var
+        'Shared params in forward computation graph: 930',
+        'Unique parameters in model: 2250']
+
+
+def test_hybrid_block_children_must_be_hybrid_blocks():
+    net = nn.HybridSequential()
+    with pytest.raises(ValueError, match='try HybridSequential'):
+        net.add(MLP())
+    with pytest.raises(ValueError, match='must also be HybridBlock'):
+        nn.Dense(2).child = MLP()
+
+
+def test_hybridize_warns_about_forward_hooks():
+    d = nn.Dense(2)
+    d.register_forward_hook(lambda *a: None)
+    with pytest.warns(UserWarning, match='hooks will not take effect'):
+        d.hybridize()

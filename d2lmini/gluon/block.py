@@ -450,19 +450,28 @@ class Block:
                                   f'forward(self, x, ...)')
 
     def summary(self, *inputs):
-        """Print each layer's output shape and parameter count for ``inputs``."""
-        rows, seen = [], set()
+        """Print each layer's output shape and parameter count for ``inputs``.
 
-        def hook(block, _, out):
-            shapes = [o.shape for o in (out if isinstance(out, (list, tuple))
-                                        else [out]) if isinstance(o, NDArray)]
-            n = 0
-            for p in block._reg_params.values():
-                if id(p) not in seen and p.shape is not None:
-                    seen.add(id(p))
-                    n += int(np.prod(p.shape))
-            rows.append((f'{type(block).__name__}-{len(rows) + 1}',
-                         ', '.join(str(s) for s in shapes), n))
+        The table is MXNet's: one row per layer (containers left out) in the
+        order the layers run, then the totals, counting a shared Parameter
+        once per use and once in 'Unique parameters in model'.  The Block
+        must be initialized and not hybridized.
+        """
+        from .nn.basic_layers import Sequential, HybridSequential
+        rows = [('Input', _shape_str(inputs), 0, 0, 0)]
+        seen = set()
+
+        def hook(block, _, outputs):
+            n = trainable = shared = 0
+            for p in block.params.values():
+                size = p.data().size
+                n += size
+                trainable += 0 if p.grad_req == 'null' else size
+                if id(p) in seen:
+                    shared += size
+                seen.add(id(p))
+            rows.append((f'{type(block).__name__}-{len(rows)}', _shape_str(outputs),
+                         n, trainable, shared))
 
         blocks = []
         self.apply(blocks.append)
@@ -470,22 +479,38 @@ class Block:
             # A hybridized Block is one graph in MXNet: no per-layer hooks.
             assert not getattr(block, '_active', False), \
                 f'"{block.name}" must not be hybridized to print summary.'
-        handles = [block.register_forward_hook(hook) for block in blocks]
+        handles = [b.register_forward_hook(hook) for b in blocks
+                   if not isinstance(b, (Sequential, HybridSequential))]
         try:
             self(*inputs)
         finally:
             for h in handles:
                 h.detach()
-        width = max([len(r[0]) for r in rows] + [12]) + 2
-        line = '-' * (width + 46)
-        print(line)
-        print(f'{"Layer (type)":>{width}}{"Output Shape":>30}{"Param #":>16}')
-        print('=' * (width + 46))
-        for name, shape, n in rows:
-            print(f'{name:>{width}}{shape:>30}{n:>16}')
-        print('=' * (width + 46))
-        print(f'Parameters in total: {sum(r[2] for r in rows)}')
-        print(line)
+        line = '{:>20}  {:>42} {:>15}'
+        total, trainable, shared = (sum(r[i] for r in rows) for i in (2, 3, 4))
+        print('-' * 80)
+        print(line.format('Layer (type)', 'Output Shape', 'Param #'))
+        print('=' * 80)
+        for name, shape, n, _, _ in rows:
+            print(line.format(name, shape, n))
+        print('=' * 80)
+        print('Parameters in forward computation graph, duplicate included')
+        print(f'   Total params: {total}')
+        print(f'   Trainable params: {trainable}')
+        print(f'   Non-trainable params: {total - trainable}')
+        print(f'Shared params in forward computation graph: {shared}')
+        print(f'Unique parameters in model: {total - shared}')
+        print('-' * 80)
+
+
+def _shape_str(args):
+    """Shapes of the NDArrays in nested lists, as MXNet's summary writes them."""
+    def shapes(a):
+        if isinstance(a, (list, tuple)):
+            return [shapes(x) for x in a]
+        return a.shape if isinstance(a, NDArray) else a
+    s = shapes(args)
+    return str(s)[1:-1] if isinstance(s, list) else str(s)
 
 
 class HybridBlock(Block):
@@ -512,9 +537,19 @@ class HybridBlock(Block):
         self._active = active
         self._flags = dict(kwargs)
         self._in_format = None
+        if active and (self._forward_hooks or self._forward_pre_hooks):
+            warnings.warn(f'"{self.name}" is being hybridized while still having '
+                          f'forward hook/pre-hook. If "{self.name}" is a child of '
+                          f'HybridBlock, the hooks will not take effect.', stacklevel=2)
         super().hybridize(active, **kwargs)
 
     def register_child(self, block, name=None):
+        """Add a child; it must be a HybridBlock too (it joins this graph)."""
+        if not isinstance(block, HybridBlock):
+            raise ValueError(
+                f'Children of HybridBlock must also be HybridBlock, but '
+                f'{type(block).__name__} ({block.name}) is a Block. If you are '
+                f'using Sequential, please try HybridSequential instead.')
         self.__dict__['_in_format'] = None    # a new graph, as MXNet rebuilds it
         super().register_child(block, name)
 
