@@ -15,6 +15,7 @@ Examples
 ...         data[:] = nd.random.uniform(-10, 10, shape=data.shape)
 """
 import json
+import warnings
 
 import numpy as np
 
@@ -114,7 +115,8 @@ class Initializer:
 
     def __call__(self, desc, arr):
         if not isinstance(desc, InitDesc):
-            desc = InitDesc(str(desc))
+            self._legacy_init(desc, arr)
+            return
         if desc.global_init is None:
             desc.global_init = self
         init = desc.attrs.get('__init__')
@@ -124,15 +126,36 @@ class Initializer:
             self._verbose_print(desc, init, arr)
             return
         name = str(desc)
-        if name.endswith('weight'):
-            self._init_weight(desc, arr)
-        elif name.endswith(('bias', 'beta', 'running_mean', 'moving_mean', 'min')):
-            self._init_zero(desc, arr)
-        elif name.endswith(('gamma', 'running_var', 'moving_var', 'max')):
-            self._init_one(desc, arr)
-        else:
-            self._init_default(desc, arr)
-        self._verbose_print(desc, self, arr)
+        for suffix, fill in self._by_suffix():
+            if name.endswith(suffix):
+                fill(desc, arr)
+                self._verbose_print(desc, suffix, arr)
+                return
+        self._init_default(desc, arr)
+
+    def _by_suffix(self):
+        # MXNet's order; the running_*/moving_* statistics of BatchNorm too.
+        return (('weight', self._init_weight), ('bias', self._init_bias),
+                ('gamma', self._init_gamma), ('beta', self._init_beta),
+                ('running_mean', self._init_zero), ('moving_mean', self._init_zero),
+                ('running_var', self._init_one), ('moving_var', self._init_one),
+                ('min', self._init_zero), ('max', self._init_one))
+
+    def _legacy_init(self, name, arr):
+        """``init('fc1_weight', arr)``: a plain name, deprecated in MXNet too."""
+        warnings.warn('Calling initializer with init(str, NDArray) has been '
+                      'deprecated. please use init(mx.init.InitDesc(...), NDArray) '
+                      'instead.', DeprecationWarning, stacklevel=3)
+        if not isinstance(name, str):
+            raise TypeError(f'name must be a str, got {type(name).__name__}')
+        if name.startswith('upsampling'):
+            Bilinear()._init_weight(name, arr)
+            return
+        for suffix, fill in self._by_suffix():
+            if name.endswith(suffix):
+                fill(name, arr)
+                return
+        self._init_default(name, arr)
 
     # --- fillers subclasses may override -----------------------------------------
     def _init_weight(self, name, arr):

@@ -137,14 +137,39 @@ def test_custom_parameters_get_the_global_initializer_whatever_their_name():
 
 def test_name_dispatch_when_called_directly():
     arr = nd.ones((2, 3))
-    init.Xavier()('fc_bias', arr)
+    init.Xavier()(init.InitDesc('fc_bias'), arr)
     assert np.all(arr.asnumpy() == 0)
-    init.Xavier()('bn_gamma', arr)
+    init.Xavier()(init.InitDesc('bn_gamma'), arr)
     assert np.all(arr.asnumpy() == 1)
-    init.Xavier()('fc_weight', arr)
+    init.Xavier()(init.InitDesc('bn_running_mean'), arr)
+    assert np.all(arr.asnumpy() == 0)
+    init.Xavier()(init.InitDesc('fc_weight'), arr)
     assert arr.asnumpy().std() > 0
     with pytest.raises(ValueError, match="don't know how to initialize"):
-        init.Xavier()('foo', arr)
+        init.Xavier()(init.InitDesc('foo'), arr)
+    # A plain name: MXNet's deprecated legacy path, same dispatch
+    with pytest.warns(DeprecationWarning, match='InitDesc'):
+        init.Xavier()('bn_beta', arr)
+    assert np.all(arr.asnumpy() == 0)
+    up = nd.zeros((1, 1, 4, 4))
+    with pytest.warns(DeprecationWarning):
+        init.Zero()('upsampling0_weight', up)       # legacy: bilinear kernel
+    assert up.asnumpy()[0, 0, 1, 1] == 0.5625
+
+
+def test_subclass_fillers_are_used_by_name():
+    class BiasTwo(init.Uniform):
+        def _init_bias(self, _, arr):
+            arr[:] = 2.0
+
+        def _init_gamma(self, _, arr):
+            arr[:] = 3.0
+
+    arr = nd.zeros((3,))
+    BiasTwo()(init.InitDesc('fc_bias'), arr)
+    assert np.all(arr.asnumpy() == 2)
+    BiasTwo()(init.InitDesc('bn_gamma'), arr)
+    assert np.all(arr.asnumpy() == 3)
 
 
 def test_mixed_and_load():
