@@ -674,3 +674,14 @@ def test_hybridize_warns_about_forward_hooks():
     d.register_forward_hook(lambda *a: None)
     with pytest.warns(UserWarning, match='hooks will not take effect'):
         d.hybridize()
+
+
+def test_hybridize_clear_false_keeps_the_recorded_input_structure():
+    f = _AddOrPass()
+    f.hybridize()
+    f(nd.ones((2,)), nd.ones((2,)))
+    f.hybridize(clear=False, static_alloc=True)
+    with pytest.raises(ValueError, match='does not match'):
+        f(None, nd.ones((2,)))
+    f.hybridize(static_alloc=True)                  # clear=True: a new structure
+    np.testing.assert_array_equal(f(None, nd.ones((2,))).asnumpy(), [1, 1])

@@ -528,15 +528,17 @@ class HybridBlock(Block):
         self.__dict__['_flags'] = {}
         self.__dict__['_in_format'] = None    # input structure of the 1st hybrid call
 
-    def hybridize(self, active=True, **kwargs):
+    def hybridize(self, active=True, clear=True, **kwargs):
         """Accepted for MXNet compatibility (``static_alloc=...`` too).
 
         Execution stays imperative; a hybridized Block checks its inputs as
-        MXNet's cached graph would (see ``_call_hybridized``).
+        MXNet's cached graph would (see ``_call_hybridized``).  ``clear=False``
+        keeps the input structure recorded by an earlier hybridize().
         """
         self._active = active
         self._flags = dict(kwargs)
-        self._in_format = None
+        if clear:
+            self._in_format = None
         if active and (self._forward_hooks or self._forward_pre_hooks):
             warnings.warn(f'"{self.name}" is being hybridized while still having '
                           f'forward hook/pre-hook. If "{self.name}" is a child of '
