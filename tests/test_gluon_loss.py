@@ -301,3 +301,35 @@ def test_cosine_embedding_matches_torch():
     t = tF.cosine_embedding_loss(torch.tensor(x), torch.tensor(y), torch.tensor(label),
                                  margin=0.2, reduction='none')
     close(l[:, 0], t.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# --- metric learning: triplet and SDML ----------------------------------------
+def test_triplet_loss_matches_numpy():
+    a, p, n = rnd(4, 3, 2, seed=8), rnd(4, 3, 2, seed=9), rnd(4, 6, seed=10)
+    l = gloss.TripletLoss(margin=0.5)(nd.array(a), nd.array(p), nd.array(n))
+    d = ((p - a) ** 2).sum(axis=(1, 2)) - ((n.reshape(a.shape) - a) ** 2).sum(axis=(1, 2))
+    assert l.shape == (4,)
+    close(l, np.maximum(d + 0.5, 0), rtol=1e-5, atol=1e-6)
+
+
+def np_sdml(x1, x2, smoothing=0.3):
+    n = x1.shape[0]
+    dist = ((x1[:, None, :] - x2[None, :, :]) ** 2).sum(-1)
+    logp = np_log_softmax(-dist, axis=1)
+    labels = np.where(np.eye(n) == 1, 1 - smoothing, smoothing / (n - 1))
+    return (labels * (np.log(labels + 1e-12) - logp)).mean(axis=1)
+
+
+def test_sdml_loss_matches_numpy_and_central_differences():
+    x1, x2 = rnd(5, 3, seed=11).astype(np.float64), rnd(5, 3, seed=12).astype(np.float64)
+    a = nd.array(x1, dtype='float64')
+    a.attach_grad()
+    with autograd.record():
+        l = gloss.SDMLLoss(smoothing_parameter=0.2)(a, nd.array(x2, dtype='float64'))
+    assert l.shape == (5,)
+    close(l, np_sdml(x1, x2, 0.2), rtol=1e-6)
+    l.backward()
+    close(a.grad, numeric_grad(lambda v: np_sdml(v, x2, 0.2).sum(), x1),
+          rtol=1e-5, atol=1e-8)
+    with pytest.raises(ValueError, match=r'\(batch, dim\)'):
+        gloss.SDMLLoss()(nd.ones((2, 3)), nd.ones((3, 3)))

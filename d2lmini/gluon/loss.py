@@ -16,12 +16,14 @@ Examples
 import math
 import numbers
 
+import numpy as np
+
 from .block import HybridBlock
 
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss',
            'SigmoidBCELoss', 'SoftmaxCrossEntropyLoss', 'SoftmaxCELoss',
            'KLDivLoss', 'HuberLoss', 'HingeLoss', 'SquaredHingeLoss', 'LogisticLoss',
-           'PoissonNLLLoss', 'CosineEmbeddingLoss']
+           'TripletLoss', 'PoissonNLLLoss', 'CosineEmbeddingLoss', 'SDMLLoss']
 
 
 def _reshape_like(x, y):
@@ -309,3 +311,53 @@ class CosineEmbeddingLoss(Loss):
         dissimilar = F.relu((label == -1) * (cos_sim - self._margin))
         loss = similar + dissimilar
         return _apply_weighting(F, loss, self._weight, sample_weight)
+
+
+class TripletLoss(Loss):
+    r"""``max(0, |pred - positive|^2 - |pred - negative|^2 + margin)`` per sample.
+
+    The squared distances sum over every axis but ``batch_axis``: the anchor
+    ``pred`` should be nearer its positive than its negative by ``margin``.
+    """
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, positive, negative):
+        positive = _reshape_like(positive, pred)
+        negative = _reshape_like(negative, pred)
+        loss = F.sum(F.square(positive - pred) - F.square(negative - pred),
+                     axis=self._batch_axis, exclude=True)
+        loss = F.relu(loss + self._margin)
+        return _apply_weighting(F, loss, self._weight, None)
+
+
+class SDMLLoss(Loss):
+    r"""Smoothed Deep Metric Learning (Bonadiman et al. 2019) on a batch of pairs.
+
+    ``x1[i]`` and ``x2[i]`` (shape (batch, dim)) form a positive pair and
+    every ``x2[j]``, ``j != i``, serves as a negative: the loss is the KL
+    divergence between ``softmax(-|x1[i] - x2[j]|^2)`` over ``j`` and the
+    smoothed identity (``1 - smoothing_parameter`` on the diagonal, the rest
+    spread evenly), one value per sample.
+    """
+
+    def __init__(self, smoothing_parameter=0.3, weight=1., batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def hybrid_forward(self, F, x1, x2):
+        if x1.shape != x2.shape or x1.ndim != 2:
+            raise ValueError(f'SDMLLoss: x1 and x2 must both be (batch, dim), got '
+                             f'{x1.shape} and {x2.shape}')
+        n, dim = x1.shape
+        diffs = F.broadcast_to(x1.expand_dims(1), (n, n, dim)) - \
+            F.broadcast_to(x2.expand_dims(0), (n, n, dim))
+        distances = F.sum(F.square(diffs), axis=2)     # (i, j): |x1[i] - x2[j]|^2
+        gold = np.eye(n)
+        labels = gold * (1 - self.smoothing_parameter) + \
+            (1 - gold) * self.smoothing_parameter / max(n - 1, 1)
+        labels = F.array(labels, ctx=x1.context, dtype=x1.dtype)
+        return self.kl_loss(F.log_softmax(-distances, axis=1), labels)
