@@ -685,3 +685,12 @@ def test_hybridize_clear_false_keeps_the_recorded_input_structure():
         f(None, nd.ones((2,)))
     f.hybridize(static_alloc=True)                  # clear=True: a new structure
     np.testing.assert_array_equal(f(None, nd.ones((2,))).asnumpy(), [1, 1])
+
+
+def test_summary_of_a_net_on_another_context(capsys):
+    net = nn.Sequential()
+    net.add(nn.Dense(3, in_units=2))
+    net.initialize(ctx=[mx.cpu(1), mx.cpu(2)])
+    net.summary(nd.ones((4, 2), ctx=mx.cpu(2)))
+    out = capsys.readouterr().out
+    assert 'Dense-1' in out and 'Total params: 9' in out

@@ -464,7 +464,7 @@ class Block:
         def hook(block, _, outputs):
             n = trainable = shared = 0
             for p in block.params.values():
-                size = p.data().size
+                size = int(np.prod(p.shape))     # p may live on several contexts
                 n += size
                 trainable += 0 if p.grad_req == 'null' else size
                 if id(p) in seen:
