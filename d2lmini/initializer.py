@@ -404,6 +404,10 @@ class _Dispatcher(Initializer):
     every parameter, whatever its name.
     """
 
+    # Their state (patterns, arrays) is not in _kwargs: equal only to themselves.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
     def __call__(self, desc, arr):
         init = getattr(desc, 'attrs', {}).get('__init__')
         init = create(init) if init else self

@@ -219,6 +219,10 @@ def test_initializers_compare_equal_by_value():
     assert init.Xavier(magnitude=2) == init.Xavier(magnitude=2)
     assert init.Xavier(magnitude=2) != init.Xavier(magnitude=3)
     assert init.Zero() != init.One() and init.Uniform() != 'uniform'
+    # Mixed and Load keep their state outside _kwargs: equal only to themselves
+    m = init.Mixed(['.*'], [init.One()])
+    assert m == m and m != init.Mixed(['.*'], [init.Zero()])
+    assert init.Load({'w': nd.ones(2)}) != init.Load({'w': nd.zeros(2)})
 
 
 def test_sharing_with_an_equal_but_not_identical_init():
