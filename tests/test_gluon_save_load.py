@@ -194,7 +194,7 @@ def test_not_a_parameter_file(tmp_path):
     f = str(tmp_path / 'junk.params')
     with open(f, 'wb') as fh:
         fh.write(b'not a zip')
-    with pytest.raises(ValueError, match='d2lmini NDArray file'):
+    with pytest.raises(ValueError, match='not a valid NDArray file'):
         MLP().load_parameters(f)
     nd.save(f, [nd.ones(1)])
     with pytest.raises(ValueError, match='list of arrays'):

@@ -577,6 +577,8 @@ class ParameterDict:
 
 def _load_dict(filename):
     loaded = nd.load(filename)
+    if isinstance(loaded, list) and not loaded:
+        loaded = {}                         # MXNet's format: no arrays, no names
     if not isinstance(loaded, dict):
         raise ValueError(f'{filename}: holds a list of arrays, not named parameters')
     return loaded

@@ -8,7 +8,7 @@ from . import nn_ops        # registers the neural-network operators
 from .nn_ops import *       # noqa: F401,F403
 from .nn_ops import _conv_act  # noqa: F401 - fused conv + relu, for gluon's Conv2D
 from . import random
-from .io import save, load
+from .io import save, load, load_frombuffer
 from .. import context as _context
 
 concatenate = ops.concat
