@@ -344,8 +344,21 @@ class NDArray:
     def __hash__(self):
         return id(self)
 
+    # -- pickle and copy.deepcopy (as MXNet: the state is the array's record
+    # in the NDArray file format, so values, dtype and context come back) ------
     def __getstate__(self):
-        raise TypeError('NDArrays are not pickled; use nd.save / nd.load')
+        from . import io
+        return {'handle': bytearray(io.array_to_bytes(self))}
+
+    def __setstate__(self, state):
+        from . import io
+        a, ctx = io.array_from_bytes(state['handle'])
+        new = array(a, ctx=ctx, dtype=a.dtype)
+        for slot in _STATE_SLOTS:
+            setattr(self, slot, getattr(new, slot))
+
+    def __reduce__(self):
+        return _unpickled, (), self.__getstate__()
 
     # -- arithmetic ---------------------------------------------------------------
     def __add__(self, o):
@@ -599,6 +612,12 @@ class NDArray:
 
 
 _ALL = slice(None)
+_STATE_SLOTS = [s for s in NDArray.__slots__ if s != '__weakref__']
+
+
+def _unpickled():
+    """An empty NDArray for pickle to fill with ``__setstate__``."""
+    return _make((0,), DEFAULT_DTYPE, current_context())
 
 
 def _setitem_kernel(key, scalar, dst, src=None):
