@@ -461,8 +461,19 @@ class NDArray:
         return out
 
     def __setitem__(self, key, value):
-        if type(key) is slice and key == _ALL:
+        """``x[key] = value``: ``value`` (a scalar, list, NumPy array or
+        NDArray) broadcasts to ``x[key]``'s shape as in NumPy.
+
+        Inside ``autograd.record()`` an in-place write that involves the
+        graph (``x`` or ``value`` is in it) raises MXNet's error, as MXNet
+        does; the one exception, also MXNet's, is a whole-array write
+        (``x[:] = y``, ``y.copyto(x)``, ``out=``) into an array outside the
+        graph, which is recorded as a copy so gradients flow to ``y``.
+        """
+        if type(key) is slice and key == _ALL or key is Ellipsis:
             return self._assign(value, None)  # x[:] = v: whole array (0-d too)
+        if key is None:
+            key = (None,)                    # x[None] = v: NumPy's new axis
         key = _index_key(key, self)
         if isinstance(key, NDArray):
             key = key.asnumpy().astype(np.int64)
@@ -482,16 +493,28 @@ class NDArray:
         # Shape check on the front end, so a bad assignment fails here.
         tshape = self._shape if key is None else _slice_shape(self._shape, key)
         if isinstance(value, NDArray) and value._shape != tshape:
-            try:
-                ok = broadcast_shapes('_setitem', value._shape, tshape) == tshape
-            except ValueError:
-                ok = False
-            if not ok:
-                raise ValueError(f'cannot assign an array of shape {value._shape} to '
-                                 f'a slice of shape {tshape}')
+            _check_broadcast(value._shape, tshape, key)
+            if not tshape:                   # one element: NumPy wants a 0-d value
+                value = value.reshape(())
+                args = (self, value)
+        record = False
+        if _REC[0] and (self._node is not None or
+                        (len(args) == 2 and value._node is not None)):
+            # A write into part of an array the tape holds would be silently
+            # wrong (the overwritten part keeps its gradient): refuse, as MXNet.
+            if key is not None or self._node is not None or self._base is not None:
+                raise engine.MXNetError(
+                    'Inplace operations (+=, -=, x[:]=, etc) are not supported when '
+                    f'recording with autograd. (writing an array of shape '
+                    f'{getattr(value, "shape", ())} into x{_key_str(key)} of x of '
+                    f'shape {self._shape}; compute a new array instead, e.g. with '
+                    f'nd.where or nd.concat)')
+            record = True
         scalar = value if len(args) == 1 else None
         _write_inplace('_setitem', functools.partial(_setitem_kernel, key, scalar),
                        [self], args[1:])
+        if record:                           # self now holds a copy of value
+            _ag._record(OPS['_copy'], (value,), [self], _EMPTY)
 
     # -- methods that mirror nd functions --------------------------------------------
     def reshape(self, *shape, **kwargs):
@@ -634,6 +657,38 @@ def _setitem_kernel(key, scalar, dst, src=None):
     else:
         dst[key] = v
     return dst
+
+
+def _check_broadcast(vshape, tshape, key):
+    """NumPy's rule for ``x[key] = v``: ``v`` broadcasts to the target shape,
+    after dropping leading size-1 axes beyond the target's rank."""
+    v = tuple(vshape)
+    while len(v) > len(tshape) and v[0] == 1:
+        v = v[1:]
+    try:
+        ok = broadcast_shapes('_setitem', v, tshape) == tshape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f'x{_key_str(key)} = v: cannot broadcast v of shape '
+                         f'{tuple(vshape)} to the target shape {tshape}')
+
+
+def _key_str(key):
+    if key is None:
+        return '[:]'
+    items = key if isinstance(key, tuple) else (key,)
+    parts = []
+    for k in items:
+        if isinstance(k, slice):
+            parts.append(':'.join('' if v is None else str(v)
+                                  for v in (k.start, k.stop, k.step)).rstrip(':')
+                         or ':')
+        elif isinstance(k, np.ndarray):
+            parts.append(f'<index array {k.shape}>')
+        else:
+            parts.append(repr(k))
+    return '[' + ', '.join(parts) + ']'
 
 
 def _is_basic(key):
