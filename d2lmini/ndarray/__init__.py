@@ -1,6 +1,7 @@
 """``nd``: NDArrays and their operators (``from d2lmini import nd``)."""
 from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, zeros_like,
-                      ones_like, full_like, empty_like, waitall, invoke)
+                      ones_like, full_like, empty_like, waitall, invoke,
+                      from_numpy, reset_arrays)
 from .registry import OPS
 from . import ops
 from .ops import *          # noqa: F401,F403 - the functional operator surface

@@ -17,10 +17,11 @@ from .. import autograd as _ag
 from .. import backend, engine
 from ..context import Context, current_context
 from .registry import OPS, broadcast_shapes
-from . import layout
+from . import fluent, layout
 
 __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
-           'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall']
+           'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall', 'from_numpy',
+           'reset_arrays']
 
 _new = object.__new__
 _NAIVE = engine._NAIVE
@@ -248,12 +249,14 @@ class NDArray:
         return d.get() if backend.is_gpu_array(d) else np.array(d, copy=True, order='C')
 
     def asscalar(self):
+        """The one value as a NumPy scalar of this array's dtype (as MXNet)."""
         if self.size != 1:
             raise ValueError(f'asscalar needs an array of size 1, got shape {self._shape}')
-        return self.asnumpy().reshape(()).item()
+        return self.asnumpy().reshape(())[()]
 
     def item(self):
-        return self.asscalar()
+        """The one value as a Python number."""
+        return self.asscalar().item()
 
     def tolist(self):
         return self.asnumpy().tolist()
@@ -327,9 +330,12 @@ class NDArray:
             yield self[i]
 
     def __bool__(self):
-        if self.size != 1:
-            raise ValueError('The truth value of an NDArray with more than one '
-                             'element is ambiguous.')
+        n = self.size
+        if n == 0:
+            return False                     # MXNet: an empty array is False
+        if n != 1:
+            raise ValueError('The truth value of an NDArray with multiple elements '
+                             'is ambiguous.')
         return bool(self.asscalar())
 
     def __float__(self):
@@ -516,7 +522,7 @@ class NDArray:
         if record:                           # self now holds a copy of value
             _ag._record(OPS['_copy'], (value,), [self], _EMPTY)
 
-    # -- methods that mirror nd functions --------------------------------------------
+    # -- methods that mirror nd functions (the rest: fluent.py) ------------------
     def reshape(self, *shape, **kwargs):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
@@ -525,113 +531,76 @@ class NDArray:
         return invoke(OPS['reshape'], (self,), {'shape': shape,
                                                 'reverse': kwargs.pop('reverse', False)})
 
-    def reshape_like(self, other):
-        return self.reshape(other.shape)
-
     def transpose(self, *axes, **kw):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         axes = kw.get('axes', axes) or None
         return invoke(OPS['transpose'], (self,), {'axes': axes})
 
-    def flatten(self):
-        return invoke(OPS['flatten'], (self,))
+    def _view(self, shape):
+        """A reshaped array sharing this one's data (MXNet's ``inplace=True``):
+        writing into it writes into this array."""
+        out = self.reshape(shape)
+        out._base = self._base if self._base is not None else self
+        return out
 
-    def expand_dims(self, axis):
-        return invoke(OPS['expand_dims'], (self,), {'axis': axis})
+    def flatten(self, inplace=False):
+        """``(d1, d2*...*dk)``; ``inplace=True``: a view sharing the data."""
+        if not inplace:
+            return invoke(OPS['flatten'], (self,))
+        return self._view((self._shape[0] if self._shape else 1, -1))
 
-    def squeeze(self, axis=None):
-        return invoke(OPS['squeeze'], (self,), {'axis': axis})
+    def expand_dims(self, axis, inplace=False):
+        """A new axis of size 1 at ``axis``; ``inplace=True``: a view."""
+        if not inplace:
+            return invoke(OPS['expand_dims'], (self,), {'axis': axis})
+        nd = len(self._shape)
+        if not -nd - 1 <= axis <= nd:
+            raise ValueError(f'expand_dims: axis {axis} out of range for a '
+                             f'{nd}-d array')
+        axis = axis + nd + 1 if axis < 0 else axis
+        return self._view(self._shape[:axis] + (1,) + self._shape[axis:])
 
-    def broadcast_to(self, shape):
-        return invoke(OPS['broadcast_to'], (self,), {'shape': tuple(shape)})
+    def squeeze(self, axis=None, inplace=False):
+        """Drop axes of size 1 (all, or ``axis``); ``inplace=True``: a view."""
+        if not inplace:
+            return invoke(OPS['squeeze'], (self,), {'axis': axis})
+        nd = len(self._shape)
+        axes = [axis] if isinstance(axis, int) else list(axis or [])
+        if len(set(axes)) != len(axes):
+            raise ValueError(f'squeeze: duplicate axes in {axis}')
+        for a in axes:
+            if not -nd <= a < nd:
+                raise ValueError(f'squeeze: axis {a} out of range for a {nd}-d array')
+            if self._shape[a] != 1:
+                raise ValueError(f'squeeze: axis {a} has size {self._shape[a]}, not 1')
+        keep = {a % nd for a in axes} if axes else {i for i, s in enumerate(self._shape)
+                                                    if s == 1}
+        return self._view(tuple(s for i, s in enumerate(self._shape) if i not in keep))
 
-    def broadcast_like(self, other):
-        return self.broadcast_to(other.shape)
+    def as_nd_ndarray(self):
+        return self
 
-    def sum(self, axis=None, keepdims=False, exclude=False):
-        return invoke(OPS['sum'], (self,), {'axis': axis, 'keepdims': keepdims})
+    def tostype(self, stype):
+        if stype != 'default':
+            raise NotImplementedError(f"tostype({stype!r}): d2lmini has only dense "
+                                      f"('default') storage")
+        return self.copy()
 
-    def mean(self, axis=None, keepdims=False, exclude=False):
-        return invoke(OPS['mean'], (self,), {'axis': axis, 'keepdims': keepdims})
+    def slice_assign(self, rhs, begin, end, step):
+        """``self[begin:end:step] = rhs`` per axis, in place; returns self."""
+        self[_slice_key(begin, end, step)] = rhs
+        return self
 
-    def max(self, axis=None, keepdims=False):
-        return invoke(OPS['max'], (self,), {'axis': axis, 'keepdims': keepdims})
+    def slice_assign_scalar(self, value, begin, end, step):
+        """``self[begin:end:step] = value`` per axis, in place; returns self."""
+        self[_slice_key(begin, end, step)] = float(value)
+        return self
 
-    def min(self, axis=None, keepdims=False):
-        return invoke(OPS['min'], (self,), {'axis': axis, 'keepdims': keepdims})
 
-    def prod(self, axis=None, keepdims=False):
-        return invoke(OPS['prod'], (self,), {'axis': axis, 'keepdims': keepdims})
-
-    def argmax(self, axis=None, keepdims=False):
-        return invoke(OPS['argmax'], (self,), {'axis': axis, 'keepdims': keepdims})
-
-    def argmin(self, axis=None, keepdims=False):
-        return invoke(OPS['argmin'], (self,), {'axis': axis, 'keepdims': keepdims})
-
-    def norm(self, ord=2, axis=None, keepdims=False):
-        return invoke(OPS['norm'], (self,), {'axis': axis, 'keepdims': keepdims})
-
-    def abs(self):
-        return invoke(OPS['abs'], (self,))
-
-    def exp(self):
-        return invoke(OPS['exp'], (self,))
-
-    def log(self):
-        return invoke(OPS['log'], (self,))
-
-    def sqrt(self):
-        return invoke(OPS['sqrt'], (self,))
-
-    def square(self):
-        return invoke(OPS['square'], (self,))
-
-    def sigmoid(self):
-        return invoke(OPS['sigmoid'], (self,))
-
-    def tanh(self):
-        return invoke(OPS['tanh'], (self,))
-
-    def relu(self):
-        return invoke(OPS['relu'], (self,))
-
-    def softmax(self, axis=-1):
-        return invoke(OPS['softmax'], (self,), {'axis': axis})
-
-    def log_softmax(self, axis=-1):
-        return invoke(OPS['log_softmax'], (self,), {'axis': axis})
-
-    def clip(self, a_min, a_max):
-        return invoke(OPS['clip'], (self,), {'a_min': a_min, 'a_max': a_max})
-
-    def one_hot(self, depth, on_value=1.0, off_value=0.0, dtype='float32'):
-        from . import ops
-        return ops.one_hot(self, depth, on_value, off_value, dtype)
-
-    def split(self, num_outputs, axis=1, squeeze_axis=False):
-        from . import ops
-        return ops.split(self, num_outputs, axis, squeeze_axis)
-
-    def slice_axis(self, axis, begin, end):
-        from . import ops
-        return ops.slice_axis(self, axis, begin, end)
-
-    def zeros_like(self):
-        return zeros_like(self)
-
-    def ones_like(self):
-        return ones_like(self)
-
-    def tile(self, reps):
-        return invoke(OPS['tile'], (self,), {'reps': tuple(reps)})
-
-    def repeat(self, repeats, axis=None):
-        return invoke(OPS['repeat'], (self,), {'repeats': repeats, 'axis': axis})
-
-    def flip(self, axis):
-        return invoke(OPS['flip'], (self,), {'axis': axis})
+def _slice_key(begin, end, step):
+    step = step or [None] * len(begin)
+    return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
 
 
 _ALL = slice(None)
@@ -865,20 +834,37 @@ def empty(shape, ctx=None, dtype=None, **kwargs):
     return _from_host(lambda xp: xp.empty(shape, dtype), shape, dtype, ctx, 'empty')
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
+def _fill_out(name, out, shape, val):
+    """MXNet's ``out=`` of a creation function: fill ``out`` in place."""
+    if not isinstance(out, NDArray):
+        raise TypeError(f'{name}: out must be an NDArray, got {type(out).__name__}')
+    if out._shape != shape:
+        raise ValueError(f'{name}: out has shape {out._shape}, but shape {shape} '
+                         f'was asked for')
+    out[:] = val
+    return out
+
+
+def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
     _check_kwargs('zeros', kwargs)
+    if out is not None:
+        return _fill_out('zeros', out, _shape(shape), 0)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.zeros(shape, dtype), shape, dtype, ctx, 'zeros')
 
 
-def ones(shape, ctx=None, dtype=None, **kwargs):
+def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
     _check_kwargs('ones', kwargs)
+    if out is not None:
+        return _fill_out('ones', out, _shape(shape), 1)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.ones(shape, dtype), shape, dtype, ctx, 'ones')
 
 
-def full(shape, val, ctx=None, dtype=None, **kwargs):
+def full(shape, val, ctx=None, dtype=None, out=None, **kwargs):
     _check_kwargs('full', kwargs)
+    if out is not None:
+        return _fill_out('full', out, _shape(shape), val)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.full(shape, val, dtype), shape, dtype, ctx, 'full')
 
@@ -920,6 +906,43 @@ def empty_like(data, **kw):
     return empty(data.shape, data.context, data._dtype)
 
 
+def from_numpy(ndarray, zero_copy=True, array_cls=None):
+    """An NDArray on ``cpu(0)`` made from a NumPy array.
+
+    ``zero_copy=True`` (MXNet's default) shares the memory: the NumPy array
+    becomes read-only (MXNet's rule: leave it to the NDArray) and writes to
+    the NDArray show in it.  It must be C-contiguous.  ``zero_copy=False``
+    copies, as :func:`array` does, keeping the dtype.
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f'from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}')
+    if not zero_copy:
+        return array(ndarray, dtype=ndarray.dtype)
+    if not ndarray.flags['C_CONTIGUOUS']:
+        raise ValueError('from_numpy: only C-contiguous arrays can be shared '
+                         '(zero_copy=True); use zero_copy=False or np.ascontiguousarray')
+    if ndarray.dtype.kind not in 'biuf':
+        raise ValueError(f'from_numpy: dtype {ndarray.dtype} is not supported')
+    data = ndarray.view()                    # stays writable for the NDArray
+    ndarray.flags['WRITEABLE'] = False
+    out = _make(tuple(ndarray.shape), ndarray.dtype, Context('cpu', 0))
+    out._data = data
+    return out
+
+
+def reset_arrays(*data, num_arrays=None, **kwargs):
+    """Set every array in ``data`` to zero, in place (MXNet's ``reset_arrays``)."""
+    _check_kwargs('reset_arrays', kwargs)
+    if num_arrays is not None and num_arrays != len(data):
+        raise ValueError(f'reset_arrays: num_arrays={num_arrays} but {len(data)} '
+                         f'arrays were given')
+    for a in data:
+        a[:] = 0
+
+
 def waitall():
     """Block until all pushed work has finished on every device."""
     engine.waitall()
+
+
+fluent.install(NDArray)
