@@ -92,6 +92,9 @@ def test_inplace_returns_a_view_that_shares_data(method, args, shape, engine_kin
     np.testing.assert_array_equal(x.asnumpy(), -np.ones(x.shape))
     x[:] = 3                               # and the other way round
     np.testing.assert_array_equal(y.asnumpy(), np.full(shape, 3))
+    np.testing.assert_array_equal(z.asnumpy().ravel(), np.arange(24))   # a copy
+    z[:] = 5
+    np.testing.assert_array_equal(x.asnumpy(), np.full(x.shape, 3))
 
 
 def test_inplace_squeeze_checks_axes():
@@ -118,6 +121,15 @@ def test_from_numpy_shares_memory():
             y = nd.from_numpy(b.copy(), zero_copy=zc)
             assert y.shape == b.shape and y.dtype is b.dtype.type
             np.testing.assert_array_equal(y.asnumpy(), b)
+    x2 = nd.from_numpy(a)                  # the same array again: still shared
+    x2[0, 0] = -1
+    x2.wait_to_read()
+    assert a[0, 0] == -1
+    frozen = np.frombuffer(b'\0' * 8, dtype='float32')   # read-only memory
+    y = nd.from_numpy(frozen)
+    y[:] = 1                               # written into a copy, never the bytes
+    np.testing.assert_array_equal(y.asnumpy(), [1, 1])
+    assert not frozen.any()
     with pytest.raises(ValueError, match='C-contiguous'):
         nd.from_numpy(np.ones((2, 3)).T)
     c = np.ones((2, 3)).T

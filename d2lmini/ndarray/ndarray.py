@@ -8,8 +8,10 @@ Every operator goes through :func:`invoke`, the one dispatch path: check
 contexts, infer the output, push the kernel to the device's stream (or run it
 now in naive mode), and record it on the autograd tape if recording.
 """
+import ctypes
 import functools
 import numbers
+import weakref
 
 import numpy as np
 
@@ -537,6 +539,11 @@ class NDArray:
         axes = kw.get('axes', axes) or None
         return invoke(OPS['transpose'], (self,), {'axes': axes})
 
+    def _own(self, out):
+        # MXNet's flatten/expand_dims/squeeze give a new array; the ops here
+        # return NumPy views of the input, so without inplace= copy them.
+        return invoke(OPS['_copy'], (out,))
+
     def _view(self, shape):
         """A reshaped array sharing this one's data (MXNet's ``inplace=True``):
         writing into it writes into this array."""
@@ -547,13 +554,13 @@ class NDArray:
     def flatten(self, inplace=False):
         """``(d1, d2*...*dk)``; ``inplace=True``: a view sharing the data."""
         if not inplace:
-            return invoke(OPS['flatten'], (self,))
+            return self._own(invoke(OPS['flatten'], (self,)))
         return self._view((self._shape[0] if self._shape else 1, -1))
 
     def expand_dims(self, axis, inplace=False):
         """A new axis of size 1 at ``axis``; ``inplace=True``: a view."""
         if not inplace:
-            return invoke(OPS['expand_dims'], (self,), {'axis': axis})
+            return self._own(invoke(OPS['expand_dims'], (self,), {'axis': axis}))
         nd = len(self._shape)
         if not -nd - 1 <= axis <= nd:
             raise ValueError(f'expand_dims: axis {axis} out of range for a '
@@ -564,7 +571,7 @@ class NDArray:
     def squeeze(self, axis=None, inplace=False):
         """Drop axes of size 1 (all, or ``axis``); ``inplace=True``: a view."""
         if not inplace:
-            return invoke(OPS['squeeze'], (self,), {'axis': axis})
+            return self._own(invoke(OPS['squeeze'], (self,), {'axis': axis}))
         nd = len(self._shape)
         axes = [axis] if isinstance(axis, int) else list(axis or [])
         if len(set(axes)) != len(axes):
@@ -912,7 +919,8 @@ def from_numpy(ndarray, zero_copy=True, array_cls=None):
     ``zero_copy=True`` (MXNet's default) shares the memory: the NumPy array
     becomes read-only (MXNet's rule: leave it to the NDArray) and writes to
     the NDArray show in it.  It must be C-contiguous.  ``zero_copy=False``
-    copies, as :func:`array` does, keeping the dtype.
+    copies, as :func:`array` does, keeping the dtype.  Memory that was
+    read-only already (not made so by ``from_numpy``) is copied, never written.
     """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f'from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}')
@@ -923,11 +931,29 @@ def from_numpy(ndarray, zero_copy=True, array_cls=None):
                          '(zero_copy=True); use zero_copy=False or np.ascontiguousarray')
     if ndarray.dtype.kind not in 'biuf':
         raise ValueError(f'from_numpy: dtype {ndarray.dtype} is not supported')
-    data = ndarray.view()                    # stays writable for the NDArray
-    ndarray.flags['WRITEABLE'] = False
+    if ndarray.flags['WRITEABLE']:
+        data = ndarray.view()                # stays writable for the NDArray
+        ndarray.flags['WRITEABLE'] = False
+        _FROZEN[id(ndarray)] = weakref.ref(ndarray, lambda _, k=id(ndarray):
+                                           _FROZEN.pop(k, None))
+    elif ndarray.size and (_FROZEN.get(id(ndarray)) or (lambda: None))() is ndarray:
+        data = _writable_alias(ndarray)      # shared before: share it again
+    else:
+        data = ndarray.copy()                # read-only memory we must not write
     out = _make(tuple(ndarray.shape), ndarray.dtype, Context('cpu', 0))
     out._data = data
     return out
+
+
+_FROZEN = {}        # id -> weakref of the NumPy arrays from_numpy made read-only
+
+
+def _writable_alias(a):
+    """A writable array over ``a``'s memory (which from_numpy froze), keeping
+    ``a`` alive."""
+    buf = (ctypes.c_char * a.nbytes).from_address(a.ctypes.data)
+    buf.keep = a
+    return np.frombuffer(buf, a.dtype).reshape(a.shape)
 
 
 def reset_arrays(*data, num_arrays=None, **kwargs):
