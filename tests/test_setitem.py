@@ -170,3 +170,18 @@ def test_whole_array_write_into_a_fresh_array_is_recorded(how, engine_kind):
         return loss.asscalar()
     np.testing.assert_allclose(f(a, True), _numeric_grad(lambda v: f(v, False), a),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_basic_indexing_slice_is_contiguous_matches_numpy():
+    from itertools import product
+    shape = (4, 5, 6)
+    x = np.arange(np.prod(shape)).reshape(shape)
+    slices = [slice(None), slice(2), slice(1, 3), slice(None, None, 2),
+              slice(0, 1), slice(None, None, -1), slice(3, 9)]
+    f = nd.NDArray._basic_indexing_slice_is_contiguous
+    for key in product(slices, repeat=3):
+        assert f(key, shape) == x[key].flags.c_contiguous, key
+        if f(key, shape):                              # a view: writes show in x
+            y = nd.array(x)
+            y[key][:] = -1
+            assert (y[key].asnumpy() == -1).all()

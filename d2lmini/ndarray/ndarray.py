@@ -487,6 +487,15 @@ class NDArray:
             key = key.asnumpy().astype(np.int64)
         self._assign(value, key)
 
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether ``x[slc_key]`` of a C-contiguous ``x`` of ``shape`` is
+        contiguous (MXNet's helper): NumPy's own flag on a data-less stand-in."""
+        shape = tuple(int(n) for n in shape)
+        strides = tuple(8 * int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        probe = np.lib.stride_tricks.as_strided(np.zeros(1), shape, strides)
+        return bool(probe[tuple(slc_key)].flags.c_contiguous)
+
     def _assign(self, value, key):
         """Write ``value`` into ``self[key]`` (whole array if key is None), in place."""
         if isinstance(value, NDArray):
