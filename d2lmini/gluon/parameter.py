@@ -563,14 +563,23 @@ class ParameterDict:
         nd.save(filename, arrays)
 
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
-             restore_prefix='', cast_dtype=False):
-        """Load what :meth:`save` wrote (names get ``restore_prefix`` back)."""
+             restore_prefix='', cast_dtype=False, dtype_source='current'):
+        """Load what :meth:`save` (or MXNet's) wrote; names get ``restore_prefix``
+        back.  With ``cast_dtype``, ``dtype_source='saved'`` gives the
+        Parameters the file's dtypes, ``'current'`` keeps theirs."""
+        if dtype_source not in ('current', 'saved'):
+            raise ValueError(f"dtype_source must be 'current' or 'saved', got "
+                             f"{dtype_source!r}")
         for name in self.keys():
             if not name.startswith(restore_prefix):
                 raise ValueError(f'restore_prefix {restore_prefix!r} does not match '
                                  f'parameter {name!r}')
         loaded = {restore_prefix + (k[4:] if k.startswith(('arg:', 'aux:')) else k): v
                   for k, v in _load_dict(filename).items()}
+        if cast_dtype and dtype_source == 'saved':
+            for k, arr in loaded.items():
+                if k in self:
+                    self[k].cast(arr.dtype)
         load_checked(loaded, dict(self.items()), filename, ctx, allow_missing,
                      ignore_extra, cast_dtype)
 
