@@ -268,3 +268,26 @@ def test_empty_net_round_trip(tmp_path):
     nn.Sequential().save_parameters(f)
     assert nd.load(f) == []
     nn.Sequential().load_parameters(f)                    # nothing to load, no error
+
+
+def test_legacy_prefixed_file_honours_dtype_source(tmp_path):
+    """A file of full names without the block's prefix (MXNet's legacy
+    path of load_parameters) goes through ParameterDict.load, dtype_source too."""
+    def make():
+        net = nn.Sequential(prefix='net_')
+        with net.name_scope():
+            net.add(nn.Dense(3, in_units=5))
+        return net
+    net = make()
+    net.initialize(init.Normal(1.0))
+    f = str(tmp_path / 'legacy.params')
+    net.collect_params().save(f, strip_prefix='net_')
+    assert sorted(nd.load(f)) == ['dense0_bias', 'dense0_weight']
+    half = make()
+    half.cast('float16')
+    half.load_parameters(f, cast_dtype=True, dtype_source='current')
+    assert half[0].weight.data().dtype is np.float16
+    half.load_parameters(f, cast_dtype=True, dtype_source='saved')
+    assert half[0].weight.data().dtype is np.float32
+    np.testing.assert_array_equal(half[0].weight.data().asnumpy(),
+                                  net[0].weight.data().asnumpy())

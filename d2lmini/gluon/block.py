@@ -351,7 +351,8 @@ class Block:
             full = dict(self.collect_params().items())
             if set(self.prefix + k for k in loaded) & set(full):
                 self.collect_params().load(filename, ctx, allow_missing,
-                                           ignore_extra, self.prefix, cast_dtype)
+                                           ignore_extra, self.prefix, cast_dtype,
+                                           dtype_source)
                 return
         load_checked(loaded, params, filename, ctx, allow_missing, ignore_extra,
                      cast_dtype)
