@@ -144,7 +144,8 @@ def _numeric_grad(f, x, eps=1e-3):
     return g
 
 
-@pytest.mark.parametrize('how', ['x[:] = y', 'y.copyto(x)', 'out='])
+@pytest.mark.parametrize('how', ['x[:] = y', 'y.copyto(x)', 'out=', 'broadcast',
+                                 'leading 1s'])
 def test_whole_array_write_into_a_fresh_array_is_recorded(how, engine_kind):
     """As in MXNet, ``x[:] = y`` (and copyto, out=) into an array outside the
     graph records a copy: gradients reach ``y``'s inputs (central differences)."""
@@ -161,6 +162,10 @@ def test_whole_array_write_into_a_fresh_array_is_recorded(how, engine_kind):
                 z[:] = y
             elif how == 'y.copyto(x)':
                 y.copyto(z)
+            elif how == 'broadcast':
+                z[:] = y[0] * y[1]                     # (3,) into (2, 3)
+            elif how == 'leading 1s':
+                z[...] = y.reshape(1, 1, 2, 3) * 3
             else:
                 nd.exp(w, out=z)
             loss = (z * z * w).sum()
@@ -185,3 +190,16 @@ def test_basic_indexing_slice_is_contiguous_matches_numpy():
             y = nd.array(x)
             y[key][:] = -1
             assert (y[key].asnumpy() == -1).all()
+
+
+def test_error_message_names_the_write():
+    x = nd.zeros((3, 4))
+    y = nd.ones((2, 4))
+    y.attach_grad()
+    with autograd.record():
+        with pytest.raises(mx.engine.MXNetError,
+                           match=r'x\[1:3\] = value, x of shape \(3, 4\), value of '
+                                 r'shape \(2, 4\)'):
+            x[1:3] = y
+        with pytest.raises(mx.engine.MXNetError, match=r'x\[1:, ::2\]'):
+            x[1:, ::2] = 1 + y[:, :2]

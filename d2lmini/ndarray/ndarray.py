@@ -522,10 +522,16 @@ class NDArray:
             if key is not None or self._node is not None or self._base is not None:
                 raise engine.MXNetError(
                     'Inplace operations (+=, -=, x[:]=, etc) are not supported when '
-                    f'recording with autograd. (writing an array of shape '
-                    f'{getattr(value, "shape", ())} into x{_key_str(key)} of x of '
-                    f'shape {self._shape}; compute a new array instead, e.g. with '
-                    f'nd.where or nd.concat)')
+                    f'recording with autograd. (x{_key_str(key)} = value, x of shape '
+                    f'{self._shape}, value of shape {getattr(value, "shape", ())}: '
+                    f'compute a new array instead, e.g. with nd.where or nd.concat)')
+            if value._shape != tshape:       # record the broadcast too
+                v = value._shape
+                while len(v) > len(tshape) and v[0] == 1:
+                    v = v[1:]
+                value = (value.reshape(v) if v != value._shape else value
+                         ).broadcast_to(tshape)
+                args = (self, value)
             record = True
         scalar = value if len(args) == 1 else None
         _write_inplace('_setitem', functools.partial(_setitem_kernel, key, scalar),
@@ -666,9 +672,8 @@ def _key_str(key):
     parts = []
     for k in items:
         if isinstance(k, slice):
-            parts.append(':'.join('' if v is None else str(v)
-                                  for v in (k.start, k.stop, k.step)).rstrip(':')
-                         or ':')
+            b, e = ('' if v is None else str(v) for v in (k.start, k.stop))
+            parts.append(f'{b}:{e}' + ('' if k.step is None else f':{k.step}'))
         elif isinstance(k, np.ndarray):
             parts.append(f'<index array {k.shape}>')
         else:
