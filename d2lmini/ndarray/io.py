@@ -66,8 +66,8 @@ def _pack_array(arr, out, magic):
     out.append(struct.pack('<Iii', magic, 0, len(shape)))
     out.append(struct.pack(f'<{len(shape)}q', *shape))
     out.append(struct.pack('<iii', _DEV_TYPE[ctx.device_type], ctx.device_id, flag))
-    out.append(np.ascontiguousarray(arr.asnumpy()).astype(
-        arr._dtype.newbyteorder('<'), copy=False).tobytes())
+    # asnumpy is a C-order copy; the file is little-endian whatever the host
+    out.append(arr.asnumpy().astype(arr._dtype.newbyteorder('<'), copy=False).tobytes())
 
 
 def _check(data):
