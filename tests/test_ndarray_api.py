@@ -167,3 +167,8 @@ def test_slice_assign_fluent():
     assert x.tostype('default').shape == (3, 4)
     with pytest.raises(NotImplementedError):
         x.tostype('csr')
+
+
+def test_py_slice_is_the_builtin():
+    from d2lmini.ndarray import ndarray as mod       # MXNet tests import it
+    assert mod.py_slice is slice and nd.slice is not slice

@@ -34,6 +34,7 @@ _REC = _ag._STATE          # [recording, training]
 _EMPTY = {}
 
 DEFAULT_DTYPE = np.dtype(np.float32)
+py_slice = slice        # MXNet's name for the builtin, which nd.slice shadows
 
 
 def _dtype(dtype):
