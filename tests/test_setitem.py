@@ -203,3 +203,39 @@ def test_error_message_names_the_write():
             x[1:3] = y
         with pytest.raises(mx.engine.MXNetError, match=r'x\[1:, ::2\]'):
             x[1:, ::2] = 1 + y[:, :2]
+
+
+# --- property: any basic key, any value NumPy accepts --------------------------------
+from hypothesis import HealthCheck, given, settings              # noqa: E402
+from hypothesis import strategies as st                          # noqa: E402
+from hypothesis.extra import numpy as hnp                        # noqa: E402
+
+
+@st.composite
+def key_and_value(draw):
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=4, max_side=4))
+    key = draw(hnp.basic_indices(shape, allow_newaxis=True, allow_ellipsis=True))
+    target = np.empty(shape)[key].shape
+    # A value shape that broadcasts to the target, maybe with leading 1s.
+    vshape = draw(hnp.broadcastable_shapes(target, min_dims=0, max_dims=len(target),
+                                           min_side=0 if 0 in target else 1))
+    if np.broadcast_shapes(vshape, target) != target:   # mutually, not *to* target
+        vshape = target
+    vshape = (1,) * draw(st.integers(0, 2)) + vshape
+    return shape, key, vshape
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(key_and_value())
+def test_setitem_broadcasting_property(case):
+    shape, key, vshape = case
+    base = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    value = -1 - np.arange(np.prod(vshape), dtype=np.float32).reshape(vshape)
+    want = base.copy()
+    # NumPy 2 refuses a size-1 array for one element; MXNet takes it
+    want[key] = value.reshape(()) if not want[key].shape else value
+    for v in (value, nd.array(value)):
+        x = nd.array(base)
+        x[key] = v
+        np.testing.assert_array_equal(x.asnumpy(), want, err_msg=f'{key!r} {vshape}')
