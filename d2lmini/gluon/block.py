@@ -370,9 +370,10 @@ class Block:
     def save_parameters(self, filename, deduplicate=False):
         """Save the Parameters' values under their structural names ('0.weight').
 
-        Uses :func:`nd.save` (an atomic write of a pickle-free file).  Values on
-        several contexts are averaged.  ``deduplicate=True`` stores a shared
-        Parameter once.
+        Uses :func:`nd.save`: an atomic write in MXNet 1.x's file format, so
+        MXNet's ``load_parameters`` reads the file (and this method MXNet's).
+        Values on several contexts are averaged.  ``deduplicate=True`` stores a
+        shared Parameter once.
         """
         params = self._collect_params_with_prefix()
         if deduplicate:
@@ -397,6 +398,8 @@ class Block:
             raise ValueError(f"dtype_source must be 'current' or 'saved', got "
                              f"{dtype_source!r}")
         loaded = nd.load(filename)
+        if isinstance(loaded, list) and not loaded:
+            loaded = {}                     # MXNet's format: no arrays, no names
         if not isinstance(loaded, dict):
             raise ValueError(f'{filename}: holds a list of arrays, not named '
                              f'parameters (was it written by nd.save?)')
@@ -414,7 +417,8 @@ class Block:
             full = dict(self.collect_params().items())
             if set(self.prefix + k for k in loaded) & set(full):
                 self.collect_params().load(filename, ctx, allow_missing,
-                                           ignore_extra, self.prefix, cast_dtype)
+                                           ignore_extra, self.prefix, cast_dtype,
+                                           dtype_source)
                 return
         load_checked(loaded, params, filename, ctx, allow_missing, ignore_extra,
                      cast_dtype)

@@ -576,7 +576,9 @@ class ParameterDict:
 
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
              restore_prefix='', cast_dtype=False, dtype_source='current'):
-        """Load what :meth:`save` wrote (names get ``restore_prefix`` back)."""
+        """Load what :meth:`save` (or MXNet's) wrote; names get ``restore_prefix``
+        back.  With ``cast_dtype``, ``dtype_source='saved'`` gives the
+        Parameters the file's dtypes, ``'current'`` keeps theirs."""
         for name in self.keys():
             if not name.startswith(restore_prefix):
                 raise ValueError(f'restore_prefix {restore_prefix!r} does not match '
@@ -608,6 +610,8 @@ class ParameterDict:
 
 def _load_dict(filename):
     loaded = nd.load(filename)
+    if isinstance(loaded, list) and not loaded:
+        loaded = {}                         # MXNet's format: no arrays, no names
     if not isinstance(loaded, dict):
         raise ValueError(f'{filename}: holds a list of arrays, not named parameters')
     return loaded
