@@ -98,6 +98,8 @@ def test_update_on_kvstore_gives_the_same_result():
         trainer.allreduce_grads()
     with pytest.raises(RuntimeError, match='update_on_kvstore'):
         trainer.update(8)
+    with pytest.raises(AssertionError):         # what MXNet raises there
+        trainer.allreduce_grads()
 
 
 def test_allreduce_then_update_equals_step():

@@ -360,9 +360,10 @@ class Trainer:
         """
         self._ensure_init()
         if self._update_on_kvstore:
-            raise _UpdateOnKVStoreError('allreduce_grads() when parameters are updated on '
-                               'kvstore is not supported. Try setting '
-                               '`update_on_kvstore` to False when creating trainer.')
+            raise _UpdateOnKVStoreError(
+                'allreduce_grads() when parameters are updated on kvstore is not '
+                'supported. Try setting `update_on_kvstore` to False when '
+                'creating trainer.')
         self._pending_fresh = self._fresh()
         self._allreduce_grads(self._pending_fresh)
 
@@ -382,9 +383,10 @@ class Trainer:
         """Run the optimizer on every context's copy (after :meth:`allreduce_grads`)."""
         self._ensure_init()
         if self._update_on_kvstore:
-            raise _UpdateOnKVStoreError('update() when parameters are updated on kvstore is '
-                               'not supported. Try setting `update_on_kvstore` to '
-                               'False when creating trainer.')
+            raise _UpdateOnKVStoreError(
+                'update() when parameters are updated on kvstore is not '
+                'supported. Try setting `update_on_kvstore` to False when '
+                'creating trainer.')
         self._check_and_rescale_grad(self._scale / batch_size)
         fresh, self._pending_fresh = self._pending_fresh, None
         if fresh is None:

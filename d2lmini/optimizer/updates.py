@@ -58,10 +58,6 @@ def _grad(g, rescale_grad, clip_gradient, wd=0.0, w=None, dtype=None):
     return t
 
 
-def _sign(xp, a):
-    return xp.sign(a)
-
-
 class _FusedOp(Op):
     """An optimizer kernel: ``kernel(*inputs, **attrs) -> (out, *mutated)``.
 
@@ -240,7 +236,7 @@ class SignSGDUpdate(_FusedOp):
         xp = backend.xp_of(w)
         if wd:
             w *= 1.0 - lr * wd
-        w -= lr * _sign(xp, g)
+        w -= lr * xp.sign(g)
         return (w,)
 
 
@@ -263,7 +259,7 @@ class SignumUpdate(_FusedOp):
         mom += t
         if wd_lh:
             w *= 1.0 - lr * wd_lh
-        w += lr * _sign(xp, mom)
+        w += lr * xp.sign(mom)
         return w, mom
 
 
