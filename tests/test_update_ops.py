@@ -177,3 +177,50 @@ def test_updates_keep_engine_order():
         v += m
         acc += 1000 * v
     np.testing.assert_allclose(total.asscalar(), acc, rtol=1e-5)
+
+
+def test_multi_updates_are_one_push_and_equal_the_single_ones():
+    shapes = [(2, 3), (4,), (1, 2, 2)]
+    r = np.random.default_rng(5)
+    w_np = [r.normal(size=s) for s in shapes]
+    g_np = [r.normal(size=s) for s in shapes]
+    lrs, wds = [0.1, 0.2, 0.3], [0.0, 0.01, 0.1]
+    ws = [nd.array(w) for w in w_np]
+    moms = [nd.zeros(s) for s in shapes]
+    data = [a for w, g, m in zip(ws, g_np, moms) for a in (w, nd.array(g), m)]
+    nd.waitall()
+    old = mx.engine.set_engine('threaded')
+    try:
+        with mx.engine.Trace() as tr:
+            res = nd.multi_sgd_mom_update(*data, lrs=lrs, wds=wds, momentum=0.9,
+                                          clip_gradient=0.5, num_weights=3,
+                                          out=ws)
+        assert [s[1] for s in tr.spans()] == ['multi_sgd_mom_update']
+    finally:
+        mx.engine.set_engine(old)
+    assert res == ws
+    for i in range(3):
+        w1, m1 = nd.array(w_np[i]), nd.zeros(shapes[i])
+        nd.sgd_mom_update(w1, nd.array(g_np[i]), m1, lr=lrs[i], wd=wds[i],
+                          momentum=0.9, clip_gradient=0.5, out=w1)
+        np.testing.assert_array_equal(ws[i].asnumpy(), w1.asnumpy())
+        np.testing.assert_array_equal(moms[i].asnumpy(), m1.asnumpy())
+    # plain and mixed-precision forms
+    out = nd.multi_sgd_update(nd.ones((2,)), nd.ones((2,)), nd.ones((3,)),
+                              nd.ones((3,)), lrs=[0.5, 0.25], wds=[0, 0],
+                              num_weights=2)
+    np.testing.assert_allclose(out[0].asnumpy(), 0.5)
+    np.testing.assert_allclose(out[1].asnumpy(), 0.75)
+    w16, w32 = nd.ones((2,), dtype='float16'), nd.ones((2,))
+    mom = nd.zeros((2,))
+    for _ in range(10):
+        nd.multi_mp_sgd_mom_update(w16, nd.full((2,), 1e-4, dtype='float16'), mom,
+                                   w32, lrs=[1.0], wds=[0.0], momentum=0.0,
+                                   num_weights=1, out=[w16])
+    np.testing.assert_allclose(w32.asnumpy(), 1 - 10 * float(np.float16(1e-4)),
+                               rtol=1e-6)
+    nd.multi_mp_sgd_update(w16, nd.ones((2,), dtype='float16'), w32, lrs=[0.5],
+                           wds=[0.0], out=w16)
+    np.testing.assert_allclose(w16.asnumpy(), 0.499, atol=1e-3)
+    with pytest.raises(ValueError, match='3 arrays per weight'):
+        nd.multi_sgd_mom_update(nd.ones((2,)), nd.ones((2,)), lrs=[0.1], wds=[0.0])

@@ -28,7 +28,7 @@ import numpy as np
 from .. import lr_scheduler    # noqa: F401 - mx.lr_scheduler with mx.optimizer
 from ..ndarray.ndarray import NDArray
 from . import updates
-from .updates import OPS, push
+from .updates import OPS, push, multi_fn
 
 __all__ = ['Optimizer', 'Updater', 'get_updater', 'create', 'register',
            'register_optimizer']
@@ -310,31 +310,13 @@ class Optimizer:
                 if len(chunk) == 1:
                     push(name, *chunk[0])
                     continue
-                push('multi_' + name, _multi_fn(chunk),
+                push('multi_' + name, multi_fn(chunk),
                      [a for _, ws, _ in chunk for a in ws],
                      [a for _, _, rs in chunk for a in rs])
 
     def __repr__(self):
         hyper = ', '.join(f'{k}={v}' for k, v in self._hyper().items())
         return f'{type(self).__name__}({hyper})'
-
-
-def _multi_fn(chunk):
-    """One kernel that runs many calls (MXNet's ``multi_*_update``)."""
-    nw = [len(ws) for _, ws, _ in chunk]
-    nr = [len(rs) for _, _, rs in chunk]
-    fns = [fn for fn, _, _ in chunk]
-    total_w = sum(nw)
-
-    def fn(*raw):
-        writes, reads = raw[:total_w], raw[total_w:]
-        out, wi, ri = [], 0, 0
-        for f, a, b in zip(fns, nw, nr):
-            res = f(*writes[wi:wi + a], *reads[ri:ri + b])
-            out.extend(res if isinstance(res, tuple) else (res,))
-            wi, ri = wi + a, ri + b
-        return out[0] if len(out) == 1 else out
-    return fn
 
 
 register_optimizer = register = Optimizer.register     # mx.optimizer.register

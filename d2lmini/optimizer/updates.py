@@ -31,7 +31,8 @@ __all__ = ['sgd_update', 'sgd_mom_update', 'mp_sgd_update', 'mp_sgd_mom_update',
            'signsgd_update', 'signum_update', 'rmsprop_update',
            'rmspropalex_update', 'ftml_update', 'ftrl_update',
            'lamb_update_phase1', 'lamb_update_phase2', 'mp_lamb_update_phase1',
-           'mp_lamb_update_phase2']
+           'mp_lamb_update_phase2', 'multi_sgd_update', 'multi_sgd_mom_update',
+           'multi_mp_sgd_update', 'multi_mp_sgd_mom_update']
 
 
 # === kernel helpers (raw arrays) ==============================================
@@ -588,6 +589,24 @@ def plan(op, args, attrs, out):
     return op.name, kernel_fn(op, attrs, len(args), alias), writes, reads
 
 
+def multi_fn(chunk):
+    """One kernel running many ``(fn, writes, reads)`` calls (``multi_*_update``)."""
+    nw = [len(ws) for _, ws, _ in chunk]
+    nr = [len(rs) for _, _, rs in chunk]
+    fns = [fn for fn, _, _ in chunk]
+    total_w = sum(nw)
+
+    def fn(*raw):
+        writes, reads = raw[:total_w], raw[total_w:]
+        out, wi, ri = [], 0, 0
+        for f, a, b in zip(fns, nw, nr):
+            res = f(*writes[wi:wi + a], *reads[ri:ri + b])
+            out.extend(res if isinstance(res, tuple) else (res,))
+            wi, ri = wi + a, ri + b
+        return out[0] if len(out) == 1 else out
+    return fn
+
+
 def call(name, args, attrs, out=None):
     """Run the fused op ``name`` on NDArrays ``args``; the result goes to ``out``."""
     op = OPS[name]
@@ -755,3 +774,61 @@ def mp_lamb_update_phase2(weight, g, r1, r2, weight32, lr, lower_bound=-1.0,
     """MXNet's ``mp_lamb_update_phase2`` (``weight32`` takes the step too)."""
     return call('mp_lamb_update_phase2', (weight, g, r1, r2, weight32),
                 dict(lr=lr, lower_bound=lower_bound, upper_bound=upper_bound), out)
+
+
+# === many weights in one kernel (MXNet's multi_*_update) =====================
+def _multi(name, per, data, lrs, wds, num_weights, out, attrs):
+    n = int(num_weights)
+    if len(data) != per * n:
+        raise ValueError(f'multi_{name}: expected {per} arrays per weight for '
+                         f'num_weights={n}, got {len(data)} arrays')
+    if len(lrs) != n or len(wds) != n:
+        raise ValueError(f'multi_{name}: lrs and wds need {n} values each, got '
+                         f'{len(lrs)} and {len(wds)}')
+    op = OPS[name]
+    groups = [tuple(data[i * per:(i + 1) * per]) for i in range(n)]
+    if out is None:
+        outs = [empty(g[0].shape, g[0].context, g[0].dtype) for g in groups]
+    else:
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(outs) != n:
+        raise ValueError(f'multi_{name}: out= needs {n} arrays, got {len(outs)}')
+    chunk = []
+    for g, o, lr, wd in zip(groups, outs, lrs, wds):
+        check_context(name, g)
+        op.infer([a.shape for a in g], [a.dtype for a in g], **attrs)
+        _, fn, writes, reads = plan(op, g, dict(attrs, lr=lr, wd=wd), o)
+        chunk.append((fn, writes, reads))
+    push('multi_' + name, multi_fn(chunk),
+         [a for _, ws, _ in chunk for a in ws], [a for _, _, rs in chunk for a in rs])
+    return outs
+
+
+def multi_sgd_update(*data, lrs, wds, rescale_grad=1.0, clip_gradient=-1.0,
+                     num_weights=1, out=None, name=None):
+    """MXNet's ``multi_sgd_update``: ``data = [w0, g0, w1, g1, ...]``, one push."""
+    return _multi('sgd_update', 2, data, lrs, wds, num_weights, out,
+                  dict(rescale_grad=rescale_grad, clip_gradient=clip_gradient))
+
+
+def multi_sgd_mom_update(*data, lrs, wds, momentum=0.0, rescale_grad=1.0,
+                         clip_gradient=-1.0, num_weights=1, out=None, name=None):
+    """MXNet's ``multi_sgd_mom_update``: ``data = [w0, g0, mom0, w1, ...]``."""
+    return _multi('sgd_mom_update', 3, data, lrs, wds, num_weights, out,
+                  dict(momentum=momentum, rescale_grad=rescale_grad,
+                       clip_gradient=clip_gradient))
+
+
+def multi_mp_sgd_update(*data, lrs, wds, rescale_grad=1.0, clip_gradient=-1.0,
+                        num_weights=1, out=None, name=None):
+    """MXNet's ``multi_mp_sgd_update``: ``data = [w0, g0, w32_0, w1, ...]``."""
+    return _multi('mp_sgd_update', 3, data, lrs, wds, num_weights, out,
+                  dict(rescale_grad=rescale_grad, clip_gradient=clip_gradient))
+
+
+def multi_mp_sgd_mom_update(*data, lrs, wds, momentum=0.0, rescale_grad=1.0,
+                            clip_gradient=-1.0, num_weights=1, out=None, name=None):
+    """MXNet's ``multi_mp_sgd_mom_update``: ``[w0, g0, mom0, w32_0, w1, ...]``."""
+    return _multi('mp_sgd_mom_update', 4, data, lrs, wds, num_weights, out,
+                  dict(momentum=momentum, rescale_grad=rescale_grad,
+                       clip_gradient=clip_gradient))
