@@ -185,10 +185,10 @@ class Optimizer:
         return [self.wd * self._mult(i, 'wd_mult', self.wd_mult) for i in indices]
 
     def _get_lr(self, index):
-        return self._get_lrs([index])[0]
+        return self.learning_rate * self._mult(index, 'lr_mult', self.lr_mult)
 
     def _get_wd(self, index):
-        return self._get_wds([index])[0]
+        return self.wd * self._mult(index, 'wd_mult', self.wd_mult)
 
     def _hyper(self):
         """Hyperparameters saved by ``Trainer.save_states`` (JSON-able)."""
@@ -205,11 +205,15 @@ class Optimizer:
         self._index_update_count = counts
 
     def _update_count(self, index):
-        for i in (index if isinstance(index, (list, tuple)) else [index]):
-            n = self._index_update_count.get(i, self.begin_num_update) + 1
-            self._index_update_count[i] = n
-            if n > self.num_update:
-                self.num_update = n
+        if isinstance(index, (list, tuple)):
+            for i in index:
+                self._update_count(i)
+            return
+        counts = self._index_update_count
+        n = counts.get(index, self.begin_num_update) + 1
+        counts[index] = n
+        if n > self.num_update:
+            self.num_update = n
 
     # -- states --------------------------------------------------------------------
     def create_state(self, index, weight):

@@ -546,47 +546,58 @@ def push(name, fn, writes, reads):
     _write_inplace(name, fn, tuple(writes), tuple(reads))
 
 
-def kernel_fn(op, attrs, n, alias):
-    """Adapt ``op.kernel`` (inputs in MXNet's order) to the engine's layout.
+_LAYOUTS = {}
 
-    The engine calls ``fn(out, *mutated, *reads)``; ``alias``: ``out`` is
-    input 0 itself (an in-place update, ``out=weight``).
-    """
-    mut = op.mutate
-    nm = len(mut)
+
+def _layout(op, n, alias):
+    """Where each of ``op``'s ``n`` inputs sits in the engine's argument list
+    ``(out, *mutated, *reads)``; ``alias``: ``out`` is input 0 itself."""
+    key = (op.name, n, alias)
+    lay = _LAYOUTS.get(key)
+    if lay is None:
+        mut = tuple(op.mutate)
+        reads = tuple(i for i in range(n) if i not in mut and not (alias and i == 0))
+        pos = [0] * n
+        for k, i in enumerate(mut):
+            pos[i] = 1 + k
+        for k, i in enumerate(reads):
+            pos[i] = 1 + len(mut) + k
+        lay = _LAYOUTS[key] = (mut, reads, tuple(pos))
+    return lay
+
+
+def kernel_fn(op, attrs, pos, alias):
+    """Adapt ``op.kernel`` (inputs in MXNet's order) to the engine's layout:
+    the engine calls ``fn(out, *mutated, *reads)``; ``pos`` (from
+    :func:`_layout`) says where each input is."""
+    kernel = op.kernel
+    if op.out_is_weight and alias:            # the optimizers' case: in place
+        def fn(*raw):
+            res = kernel(*[raw[j] for j in pos], **attrs)
+            return res[0] if len(res) == 1 else res
+        return fn
 
     def fn(*raw):
-        o, ms, rs = raw[0], raw[1:1 + nm], raw[1 + nm:]
-        ins, mi, ri = [], 0, 0
-        for i in range(n):
-            if i in mut:
-                ins.append(ms[mi])
-                mi += 1
-            elif i == 0 and alias:
-                ins.append(o)
-            else:
-                ins.append(rs[ri])
-                ri += 1
-        if op.out_is_weight and not alias:
-            o = _own(o)
+        ins = [raw[j] for j in pos]
+        o = _own(raw[0])
+        if op.out_is_weight:                  # out= another array: copy, update
             o[...] = ins[0]
             ins[0] = o
-        res = op.kernel(*ins, **attrs)
-        if not op.out_is_weight:
-            o = _own(o)
+            res = kernel(*ins, **attrs)
+        else:                                 # the output is a new value
+            res = kernel(*ins, **attrs)
             o[...] = res[0]
             res = (o,) + tuple(res[1:])
-        return res[0] if len(res) == 1 else tuple(res)
+        return res[0] if len(res) == 1 else res
     return fn
 
 
 def plan(op, args, attrs, out):
     """``(name, fn, writes, reads)`` of one call of ``op`` (see :func:`push`)."""
     alias = op.out_is_weight and out is args[0]
-    writes = (out,) + tuple(args[i] for i in op.mutate)
-    reads = tuple(a for i, a in enumerate(args)
-                  if i not in op.mutate and not (alias and i == 0))
-    return op.name, kernel_fn(op, attrs, len(args), alias), writes, reads
+    mut, reads, pos = _layout(op, len(args), alias)
+    return (op.name, kernel_fn(op, attrs, pos, alias),
+            (out,) + tuple([args[i] for i in mut]), tuple([args[i] for i in reads]))
 
 
 def multi_fn(chunk):
