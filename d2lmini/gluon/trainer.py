@@ -161,7 +161,11 @@ class Trainer:
     optimizer : str or Optimizer
         ``'sgd'``, ``'adam'``, ... or an :class:`~d2lmini.optimizer.Optimizer`.
     optimizer_params : dict
-        E.g. ``{'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-4}``.
+        E.g. ``{'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-4}``; with
+        ``'lr_scheduler': mx.lr_scheduler.CosineScheduler(...)`` the rate
+        follows the schedule, one update per step (:attr:`learning_rate`);
+        ``'multi_precision': True`` keeps float32 master copies of float16
+        parameters.
     kvstore : str, KVStore or None
         ``'device'``/``'local'``: sum gradients over contexts in process;
         None: no reduction (each context trains on its own gradient); a
