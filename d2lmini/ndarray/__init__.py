@@ -9,7 +9,6 @@ from .nn_ops import *       # noqa: F401,F403
 from .nn_ops import _conv_act  # noqa: F401 - fused conv + relu, for gluon's Conv2D
 from . import random
 from .io import save, load
-from ..optimizer.updates import *  # noqa: F401,F403 - nd.sgd_update & co.
 from .. import context as _context
 
 concatenate = ops.concat
@@ -18,3 +17,6 @@ concatenate = ops.concat
 def op_names():
     """Names of all registered operators."""
     return sorted(OPS)
+
+
+from ..optimizer.updates import *  # noqa: E402,F401,F403 - nd.sgd_update & co.
