@@ -16,9 +16,10 @@ weight: the update runs in float32 on the master copy, and the weight gets
 its rounded value, so steps below float16's resolution are not lost.
 
 How the gradient enters: ``rescale_grad`` multiplies it first;
-``clip_gradient`` (``< 0``: off) clips to ``[-c, c]``.  Whether weight
-decay is added before clipping (Adam, RMSProp, FTML) or after (SGD, NAG,
-Signum, Ftrl, LAMB) is each op's own, as in MXNet.
+``clip_gradient`` (``< 0``: off) clips to ``[-c, c]``.  Where weight
+decay enters is each op's own, as in MXNet: inside the clipped gradient
+(Adam, RMSProp, FTML), added after clipping (SGD, NAG, Signum, LAMB), or
+in the denominator (Ftrl).
 """
 import numpy as np
 
