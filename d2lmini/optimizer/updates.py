@@ -201,6 +201,10 @@ class NAGMomUpdate(_FusedOp):
         mom = momentum * mom
         w = w - mom + (momentum + 1) * (mom - lr * (clip(rescale_grad*g) + wd*w))
         mom = mom - lr * (clip(rescale_grad*g) + wd*w)
+
+    The last line reads the *updated* ``w``, as MXNet's kernel does when
+    ``out`` is the weight (the optimizer's case); with ``out=`` another
+    array MXNet reads the old weight there, this op the updated one.
     """
     name = 'nag_mom_update'
     mutate = (2,)
