@@ -240,3 +240,14 @@ def test_update_multi_fuses_the_new_optimizers_too():
             o2.update(i, w2[i], nd.array(g_np[i]), s2[i])
         for a, b in zip(w1, w2):
             np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-6)
+
+
+def test_ccsgd_and_the_test_optimizer():
+    assert isinstance(opt.create('ccsgd', momentum=0.9), opt.SGD)
+    o = opt.create('test', rescale_grad=0.5)
+    w = nd.ones((2,))
+    st = o.create_state(0, w)
+    opt.get_updater(o)(0, nd.array([2., 4.]), w)           # creates its state
+    o.update(0, w, nd.array([2., 4.]), st)
+    np.testing.assert_allclose(w.asnumpy(), [3., 5.])
+    np.testing.assert_allclose(st.asnumpy(), [3., 5.])

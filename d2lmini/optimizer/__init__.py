@@ -1,6 +1,6 @@
 """``mx.optimizer``: optimizers with MXNet 1.x's names, defaults and update rules.
 
-SGD, NAG, Signum, SGLD (:mod:`.sgd_family`); Adam, Adamax, Nadam, AdaGrad, AdaDelta,
+SGD, NAG, Signum, SGLD, ccSGD, Test (:mod:`.sgd_family`); Adam, Adamax, Nadam, AdaGrad, AdaDelta,
 RMSProp, FTML, Ftrl, LAMB (:mod:`.adaptive`); the base class, registry and
 Updater (:mod:`.optimizer`); the fused update kernels, also ``nd`` functions
 (``nd.sgd_mom_update``, ...; :mod:`.updates`)::
@@ -13,11 +13,12 @@ from .optimizer import (Optimizer, Updater, get_updater, create, register,
                         register_optimizer, _states)
 from .updates import *          # noqa: F401,F403 - sgd_update & co.
 from .updates import __all__ as _update_names
-from .sgd_family import SGD, NAG, Signum, SGLD
+from .sgd_family import SGD, NAG, Signum, SGLD, ccSGD, Test
 from .adaptive import Adam, Adamax, Nadam, AdaGrad, AdaDelta, RMSProp, FTML, Ftrl, LAMB
 
 __all__ = (['Optimizer', 'SGD', 'NAG', 'Signum', 'SGLD', 'Adam', 'Adamax', 'Nadam',
-            'AdaGrad', 'AdaDelta', 'RMSProp', 'FTML', 'Ftrl', 'LAMB', 'Updater',
+            'AdaGrad', 'AdaDelta', 'RMSProp', 'FTML', 'Ftrl', 'LAMB', 'ccSGD', 'Test',
+            'Updater',
             'get_updater', 'create', 'register', 'register_optimizer']
            + list(_update_names))
 

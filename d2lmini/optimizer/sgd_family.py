@@ -13,7 +13,7 @@ from ..ndarray.registry import register as register_op
 from .optimizer import Optimizer, _clip_attr, _zeros_like
 from .updates import _FusedOp, _grad, _own
 
-__all__ = ['SGD', 'NAG', 'Signum', 'SGLD']
+__all__ = ['SGD', 'NAG', 'Signum', 'SGLD', 'ccSGD', 'Test']
 
 
 class _MomentumSGD(Optimizer):
@@ -147,3 +147,21 @@ class SGLD(Optimizer):
         return self._fused('_sgld_update', weight, grad, (noise,), lr=lr, wd=wd,
                            rescale_grad=self.rescale_grad, clip_gradient=clip)
 
+
+
+@Optimizer.register
+class ccSGD(SGD):              # noqa: N801 - MXNet's name
+    """Deprecated in MXNet: the same as :class:`SGD`."""
+
+
+@Optimizer.register
+class Test(Optimizer):
+    """MXNet's test optimizer (KVStore tests use it): ``w += rescale_grad *
+    grad``, and the state holds a copy of the new weight."""
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight)
+
+    def update(self, index, weight, grad, state):
+        weight[:] = weight + grad * self.rescale_grad
+        state[:] = weight
