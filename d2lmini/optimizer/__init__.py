@@ -1,8 +1,9 @@
 """``mx.optimizer``: optimizers with MXNet 1.x's names, defaults and update rules.
 
-SGD, NAG, Signum, SGLD, ccSGD, Test (:mod:`.sgd_family`); Adam, Adamax, Nadam, AdaGrad, AdaDelta,
-RMSProp, FTML, Ftrl, LAMB (:mod:`.adaptive`); the base class, registry and
-Updater (:mod:`.optimizer`); the fused update kernels, also ``nd`` functions
+SGD, NAG, Signum, SGLD, ccSGD, Test (:mod:`.sgd_family`); Adam, Adamax,
+Nadam, AdaGrad, AdaDelta, RMSProp, FTML, Ftrl, LAMB (:mod:`.adaptive`); the
+base class, registry and Updater (:mod:`.optimizer`); the fused update
+kernels, also ``nd`` functions
 (``nd.sgd_mom_update``, ...; :mod:`.updates`)::
 
     opt = mx.optimizer.create('nag', learning_rate=0.1, momentum=0.9)
