@@ -20,11 +20,15 @@ difference: MXNet 1.9.1 keeps using the *constructor's* ``base_lr`` as the
 warm-up target and as the start of the Poly and Cosine curves, so that
 override is half-applied there; here the whole schedule follows it.
 """
-import logging
 import math
 
 __all__ = ['LRScheduler', 'FactorScheduler', 'MultiFactorScheduler',
            'PolyScheduler', 'CosineScheduler']
+
+
+def _log():
+    import logging                  # only when a rate changes: keeps import light
+    return logging
 
 
 class LRScheduler:
@@ -107,7 +111,7 @@ class FactorScheduler(LRScheduler):
         while num_update > self.count + self.step:
             self.count += self.step
             self.base_lr = max(self.base_lr * self.factor, self.stop_factor_lr)
-            logging.info('Update[%d]: Change learning rate to %0.5e',
+            _log().info('Update[%d]: Change learning rate to %0.5e',
                          num_update, self.base_lr)
         return self.base_lr
 
@@ -142,7 +146,7 @@ class MultiFactorScheduler(LRScheduler):
             self.count = self.step[self.cur_step_ind]
             self.cur_step_ind += 1
             self.base_lr *= self.factor
-            logging.info('Update[%d]: Change learning rate to %0.5e',
+            _log().info('Update[%d]: Change learning rate to %0.5e',
                          num_update, self.base_lr)
         return self.base_lr
 
