@@ -497,6 +497,9 @@ class Trainer:
             upd.states = {}
             for sidx, kind in meta['states'].items():
                 idx = int(sidx)
+                if kind is None:
+                    upd.states[idx] = None
+                    continue
                 where = ctx or self._kvstore._store[idx].context
                 weight = self._params[idx].list_data()[0]
                 arrs = []
