@@ -18,3 +18,6 @@ concatenate = ops.concat
 def op_names():
     """Names of all registered operators."""
     return sorted(OPS)
+
+
+from ..optimizer.updates import *  # noqa: E402,F401,F403 - nd.sgd_update & co.
