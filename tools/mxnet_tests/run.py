@@ -1,0 +1,299 @@
+"""Run MXNet 1.9.1's own unit tests, unchanged, against d2lmini; write a report.
+
+    python tools/mxnet_tests/run.py [--mxnet DIR] [--out REPORT.md]
+                                    [--timeout S] [-k EXPR] [FILE[::TEST] ...]
+
+Tests the d2lmini importable from the CURRENT DIRECTORY (run it from your
+worktree root to test your copy). DIR holds MXNet's sources with
+``tests/python/unittest/`` (default /tmp/mx191). FILEs default to the ten
+files of issue 15. Each file runs in its own pytest process, with the
+harness plugin (shim/_mxnet_harness.py) loaded and shim/ first on
+PYTHONPATH; a process that dies or hangs is restarted after the test it was
+running, which is reported as crashed. See README.md.
+"""
+import argparse
+import ast
+import collections
+import datetime
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHIM = os.path.join(HERE, 'shim')
+sys.path.insert(0, HERE)
+import scope  # noqa: E402
+
+DEFAULT_FILES = ['test_autograd.py', 'test_ndarray.py', 'test_gluon.py',
+                 'test_gluon_trainer.py', 'test_gluon_data.py',
+                 'test_optimizer.py', 'test_init.py', 'test_loss.py',
+                 'test_engine.py', 'test_exc_handling.py']
+
+
+def find_d2lmini(cwd):
+    """The repository root holding the d2lmini importable from ``cwd``."""
+    sys.path.insert(0, cwd)
+    try:
+        spec = importlib.util.find_spec('d2lmini')
+    finally:
+        sys.path.pop(0)
+    if spec is None or not spec.origin:
+        sys.exit(f'run.py: no d2lmini importable from {cwd}')
+    return os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+
+
+def git_head(root):
+    try:
+        out = subprocess.run(['git', '-C', root, 'log', '-1', '--format=%h %s'],
+                             capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return '(not a git checkout)'
+
+
+def static_tests(path):
+    """Test names pytest would collect from ``path``, read from its AST."""
+    with open(path, encoding='utf-8') as f:
+        tree = ast.parse(f.read())
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith('test'):
+            names.append(node.name)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith('Test'):
+            names += [f'{node.name}::{m.name}' for m in node.body
+                      if isinstance(m, ast.FunctionDef) and m.name.startswith('test')]
+    return names
+
+
+def prepare(mxnet_dir, tmp):
+    """Copy upstream's test tree into ``tmp`` (never into the repository)."""
+    src = os.path.join(mxnet_dir, 'tests', 'python')
+    unit = os.path.join(src, 'unittest')
+    if not os.path.isdir(unit):
+        sys.exit(f'run.py: {unit} not found; see tools/mxnet_tests/README.md')
+    shutil.copytree(unit, os.path.join(tmp, 'unittest'),
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    for extra in ('common',):
+        if os.path.isdir(os.path.join(src, extra)):
+            shutil.copytree(os.path.join(src, extra), os.path.join(tmp, extra))
+    if os.path.isfile(os.path.join(src, 'conftest.py')):
+        shutil.copy(os.path.join(src, 'conftest.py'), tmp)
+    for sub in ('unittest',):
+        os.chmod(os.path.join(tmp, sub), 0o755)
+    with open(os.path.join(tmp, 'pytest.ini'), 'w') as f:
+        f.write('[pytest]\npython_files = test_*.py\n')
+    os.makedirs(os.path.join(tmp, 'work'))
+
+
+def run_file(fname, selectors, args, tmp, root):
+    """Run one upstream file; returns {test: (outcome, reason)} and notes."""
+    results_path = os.path.join(tmp, f'{fname}.jsonl')
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        [SHIM, root] + ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
+    env.update(MXH_UPSTREAM_DIR=tmp, MXH_RESULTS=results_path,
+               MXH_TIMEOUT=str(args.timeout), PYTHONDONTWRITEBYTECODE='1')
+    outcomes, collect_errors, crashed = {}, [], []
+    done = set()
+    for attempt in range(50):
+        targets = [os.path.join(tmp, 'unittest', fname + ('::' + s if s else ''))
+                   for s in (selectors or [''])]
+        cmd = [sys.executable, '-m', 'pytest', '-p', '_mxnet_harness',
+               '-p', 'no:cacheprovider', '-c', os.path.join(tmp, 'pytest.ini'),
+               '--rootdir', tmp, '-q', '--tb=short', '-o', 'console_output_style=classic',
+               *targets]
+        if args.k:
+            cmd += ['-k', args.k]
+        for nodeid in sorted(done):
+            cmd += ['--deselect', os.path.join(tmp, 'unittest', nodeid)]
+        open(results_path, 'w').close()
+        log_path = os.path.join(tmp, f'{fname}.{attempt}.log')
+        with open(log_path, 'w') as log:
+            proc = subprocess.run(cmd, cwd=os.path.join(tmp, 'work'), env=env,
+                                  stdout=log, stderr=subprocess.STDOUT)
+        events = []
+        with open(results_path, encoding='utf-8') as f:
+            for line in f:
+                try:
+                    events.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass        # a line cut off by a hard exit
+        finished, started = False, None
+        for ev in events:
+            node = ev.get('nodeid', '').split('unittest/', 1)[-1]
+            if ev['event'] == 'start':
+                started = node
+            elif ev['event'] == 'report':
+                done.add(node)
+                prev = outcomes.get(node)
+                rank = {'passed': 0, 'skipped': 1, 'failed': 2}
+                if prev is None or rank[ev['outcome']] > rank[prev[0]]:
+                    reason = ev['reason']
+                    if ev['outcome'] == 'failed' and ev['when'] != 'call':
+                        reason = f'[{ev["when"]}] {reason}'
+                    outcomes[node] = (ev['outcome'], reason)
+                if ev['when'] == 'teardown':
+                    started = None
+            elif ev['event'] == 'collect_error':
+                collect_errors.append(ev['reason'])
+            elif ev['event'] == 'finish':
+                finished = True
+        if finished or started is None:
+            if not finished:
+                with open(log_path) as log:
+                    tail = log.read()[-2000:]
+                collect_errors.append(f'pytest exited with status {proc.returncode} '
+                                      f'without finishing: {tail.strip()[-300:]}')
+            break
+        # The process died or hung inside `started`: record it, skip it, go on.
+        with open(log_path) as log:
+            tail = log.read()[-4000:]
+        why = 'timeout' if 'Timeout' in tail else f'exit status {proc.returncode}'
+        outcomes[started] = ('failed', f'CRASHED: test process died ({why}); '
+                                       'harness restarted after it')
+        crashed.append(started)
+        done.add(started)
+    return outcomes, collect_errors, crashed
+
+
+def normalise(reason):
+    """One line, addresses and long numbers blanked, for grouping."""
+    line = (reason or '').strip().splitlines()[0] if reason else ''
+    line = re.sub(r'0x[0-9a-fA-F]+', '0x…', line)
+    return line[:240]
+
+
+def build_report(per_file, statics, args, root, elapsed, mxnet_dir):
+    lines = ['# MXNet 1.9.1 upstream unit tests on d2lmini', '',
+             f'- d2lmini: `{root}` at `{git_head(root)}`',
+             f'- upstream tests: `{mxnet_dir}/tests/python/unittest` (run unchanged)',
+             f'- generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC '
+             f'in {elapsed:.0f} s, per-test timeout {args.timeout:g} s',
+             f'- command: `python tools/mxnet_tests/run.py {" ".join(args.files) or ""}'
+             f'{" -k " + repr(args.k) if args.k else ""}`'.replace('  ', ' ').replace(' `', '`'),
+             '',
+             'In scope = not listed in `scope.py` (out of scope for issue 15: sparse, '
+             'mx.np, contrib, KVStore, Symbol, ...). "not run" = tests in the file that '
+             'produced no result (collection error, deselected by -k, ...).', '',
+             '| file | tests | passed | failed | skipped | not run | in-scope passed '
+             '| in-scope failed | out-of-scope passed/failed/skipped |',
+             '|---|---:|---:|---:|---:|---:|---:|---:|---|']
+    totals = collections.Counter()
+    in_scope_fail = collections.defaultdict(list)
+    oos_fail = collections.defaultdict(list)
+    by_file_fail = collections.defaultdict(list)
+    for fname, (outcomes, collect_errors, crashed) in per_file.items():
+        c = collections.Counter()
+        names = set(f'{fname}::{t}' for t in statics.get(fname, []))
+        for node in names | set(outcomes):
+            outcome, reason = outcomes.get(node, ('not run', ''))
+            out_reason = scope.reason(node)
+            c[outcome] += 1
+            c['tests'] += 1
+            if out_reason is None:
+                c['in ' + outcome] += 1
+                if outcome == 'failed':
+                    in_scope_fail[normalise(reason)].append(node)
+                    by_file_fail[fname].append((node, normalise(reason)))
+            else:
+                c['out ' + outcome] += 1
+                if outcome == 'failed':
+                    oos_fail[out_reason].append(node)
+        totals.update(c)
+        lines.append(f'| {fname} | {c["tests"]} | {c["passed"]} | {c["failed"]} | '
+                     f'{c["skipped"]} | {c["not run"]} | {c["in passed"]} | '
+                     f'{c["in failed"]} | {c["out passed"]}/{c["out failed"]}/'
+                     f'{c["out skipped"]} |')
+    t = totals
+    lines.append(f'| **total** | {t["tests"]} | {t["passed"]} | {t["failed"]} | '
+                 f'{t["skipped"]} | {t["not run"]} | {t["in passed"]} | '
+                 f'{t["in failed"]} | {t["out passed"]}/{t["out failed"]}/'
+                 f'{t["out skipped"]} |')
+    lines.append('')
+    errors = [(f, e) for f, (_, errs, _) in per_file.items() for e in errs]
+    if errors:
+        lines += ['## Collection errors / aborted runs', '']
+        lines += [f'- `{f}`: {normalise(e)}' for f, e in errors]
+        lines.append('')
+    crashed = [n for _, (_, _, cr) in per_file.items() for n in cr]
+    if crashed:
+        lines += ['## Crashed or hung tests (process restarted after them)', '']
+        lines += [f'- `{n}`' for n in crashed]
+        lines.append('')
+    lines += [f'## In-scope failures by reason ({sum(map(len, in_scope_fail.values()))})', '']
+    for reason, nodes in sorted(in_scope_fail.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f'- **{len(nodes)}** × `{reason}`')
+        lines += [f'  - `{n}`' for n in sorted(nodes)]
+    lines += ['', '## In-scope failures by file', '']
+    for fname in per_file:
+        fails = sorted(by_file_fail.get(fname, []))
+        lines.append(f'### {fname} ({len(fails)})')
+        lines += [f'- `{n.split("::", 1)[1]}`: {r}' for n, r in fails]
+        lines.append('')
+    lines += [f'## Out-of-scope failures ({sum(map(len, oos_fail.values()))})', '']
+    for reason, nodes in sorted(oos_fail.items()):
+        lines.append(f'- {reason}: ' + ', '.join(f'`{n}`' for n in sorted(nodes)))
+    lines.append('')
+    return '\n'.join(lines), totals
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--mxnet', default='/tmp/mx191',
+                    help='MXNet source tree holding tests/python/unittest')
+    ap.add_argument('--out', help='write the markdown report here')
+    ap.add_argument('--json', help='write raw per-test outcomes here')
+    ap.add_argument('--timeout', type=float, default=60, help='seconds per test')
+    ap.add_argument('-k', help='pytest -k expression')
+    ap.add_argument('files', nargs='*', help='test_x.py or test_x.py::test_name')
+    args = ap.parse_args(argv)
+    root = find_d2lmini(os.getcwd())
+    selections = collections.OrderedDict()
+    for spec in args.files or DEFAULT_FILES:
+        fname, _, test = spec.partition('::')
+        fname = os.path.basename(fname)
+        if not fname.endswith('.py'):
+            fname += '.py'
+        selections.setdefault(fname, [])
+        if test:
+            selections[fname].append(test)
+    start = datetime.datetime.now()
+    tmp = tempfile.mkdtemp(prefix='mxnet_tests_')
+    try:
+        prepare(args.mxnet, tmp)
+        per_file, statics = collections.OrderedDict(), {}
+        for fname, selectors in selections.items():
+            path = os.path.join(tmp, 'unittest', fname)
+            if not os.path.isfile(path):
+                sys.exit(f'run.py: no upstream file {fname}')
+            statics[fname] = (selectors if selectors else static_tests(path)) \
+                if not args.k else []
+            print(f'[run.py] {fname} ...', file=sys.stderr, flush=True)
+            per_file[fname] = run_file(fname, selectors, args, tmp, root)
+            o = collections.Counter(v[0] for v in per_file[fname][0].values())
+            print(f'[run.py] {fname}: {dict(o)}', file=sys.stderr, flush=True)
+        elapsed = (datetime.datetime.now() - start).total_seconds()
+        report, totals = build_report(per_file, statics, args, root, elapsed, args.mxnet)
+    finally:
+        if os.environ.get('MXH_KEEP_TMP'):
+            print(f'[run.py] kept {tmp}', file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump({fn: {n: list(v) for n, v in r[0].items()}
+                       for fn, r in per_file.items()}, f, indent=1, sort_keys=True)
+    if args.out:
+        with open(args.out, 'w') as f:
+            f.write(report)
+    print(report)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
