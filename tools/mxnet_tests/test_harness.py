@@ -243,3 +243,21 @@ def test_nose_tools():
         """doc"""
     wrapped = make_decorator(orig)(lambda *a: None)
     assert wrapped.__name__ == 'orig' and wrapped.__doc__ == 'doc'
+
+
+# ---------------------------------------------------------------- scope
+
+UNITTEST = '/tmp/mx191/tests/python/unittest'
+
+
+@pytest.mark.skipif(not os.path.isdir(UNITTEST), reason='no MXNet checkout at /tmp/mx191')
+def test_scope_names_exist_upstream():
+    sys.path.insert(0, HERE)
+    import run
+    import scope
+    known = {f'{f}::{t}' for f in run.DEFAULT_FILES
+             for t in run.static_tests(os.path.join(UNITTEST, f))}
+    assert set(scope.OUT_OF_SCOPE) <= known, set(scope.OUT_OF_SCOPE) - known
+    assert set(scope.PARTLY_IN_SCOPE) <= set(scope.OUT_OF_SCOPE)
+    assert scope.reason('test_ndarray.py::test_ndarray_setitem') is None
+    assert 'sparse' in scope.reason('test_optimizer.py::test_sgd')

@@ -47,6 +47,8 @@ for _old, _new in [('NaN', _np.nan), ('NAN', _np.nan), ('Inf', _np.inf),
 _UPSTREAM = os.path.realpath(os.environ.get('MXH_UPSTREAM_DIR', '/nonexistent'))
 _RESULTS = os.environ.get('MXH_RESULTS')
 _TIMEOUT = float(os.environ.get('MXH_TIMEOUT', '60'))
+# faulthandler's hard stop writes the stacks here; run.py reads it.
+_HANG = open(_RESULTS + '.hang', 'w') if _RESULTS else None
 
 
 class MissingInD2lmini(ImportError):
@@ -216,7 +218,9 @@ def pytest_runtest_logstart(nodeid, location):
     _record(event='start', nodeid=nodeid)
     # A hard stop for hangs SIGALRM cannot interrupt (e.g. a deadlock in C):
     # dump every thread's stack and exit; run.py restarts after this test.
-    faulthandler.dump_traceback_later(_TIMEOUT + 30, exit=True)
+    # (To a file: pytest captures fd 2, and the capture dies with us.)
+    if _HANG is not None:
+        faulthandler.dump_traceback_later(_TIMEOUT + 30, exit=True, file=_HANG)
 
 
 def pytest_runtest_logfinish(nodeid, location):
