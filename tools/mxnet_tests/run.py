@@ -81,10 +81,16 @@ def prepare(mxnet_dir, tmp):
     for extra in ('common',):
         if os.path.isdir(os.path.join(src, extra)):
             shutil.copytree(os.path.join(src, extra), os.path.join(tmp, extra))
-    if os.path.isfile(os.path.join(src, 'conftest.py')):
-        shutil.copy(os.path.join(src, 'conftest.py'), tmp)
-    for sub in ('unittest',):
-        os.chmod(os.path.join(tmp, sub), 0o755)
+    # Upstream's conftest (tests/python/ or, in later versions, the repository
+    # root) runs as is, next to the tests; 1.9.1's tree at /tmp/mx191 has none.
+    for conftest in (os.path.join(src, 'conftest.py'),
+                     os.path.join(mxnet_dir, 'conftest.py')):
+        if os.path.isfile(conftest):
+            shutil.copy(conftest, tmp)
+            break
+    for root, dirs, _ in os.walk(tmp):      # copies keep upstream's read-only modes
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
     with open(os.path.join(tmp, 'pytest.ini'), 'w') as f:
         f.write('[pytest]\npython_files = test_*.py\n')
     os.makedirs(os.path.join(tmp, 'work'))

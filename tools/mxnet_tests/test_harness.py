@@ -261,3 +261,20 @@ def test_scope_names_exist_upstream():
     assert set(scope.PARTLY_IN_SCOPE) <= set(scope.OUT_OF_SCOPE)
     assert scope.reason('test_ndarray.py::test_ndarray_setitem') is None
     assert 'sparse' in scope.reason('test_optimizer.py::test_sgd')
+
+
+def test_real_import_errors_inside_d2lmini_are_not_hidden():
+    import types as _types
+
+    class Broken(_types.ModuleType):
+        def __getattr__(self, attr):
+            raise ModuleNotFoundError("No module named 'cupy'", name='cupy')
+
+    with pytest.raises(ModuleNotFoundError, match='cupy'):
+        harness._has(Broken('x'), 'gluon')
+
+    class Lazy(_types.ModuleType):
+        def __getattr__(self, attr):
+            raise ModuleNotFoundError("No module named 'd2lmini.kv'", name='d2lmini.kv')
+
+    assert harness._has(Lazy('x'), 'kv') is False

@@ -145,31 +145,46 @@ def _from_upstream_module_level(globals_, locals_):
     return os.path.realpath(path).startswith(_UPSTREAM + os.sep)
 
 
+def _absent(err):
+    """Whether ``err`` says an mxnet/d2lmini module does not exist (rather
+    than d2lmini failing while importing one: that must surface)."""
+    return (isinstance(err, ModuleNotFoundError) and err.name is not None
+            and err.name.split('.')[0] in ('mxnet', 'd2lmini'))
+
+
+def _has(module, attr):
+    # Not hasattr: d2lmini's lazy module __getattr__ may raise
+    # ModuleNotFoundError for a submodule it does not have.
+    try:
+        getattr(module, attr)
+    except AttributeError:
+        return False
+    except ModuleNotFoundError as err:
+        if _absent(err):
+            return False
+        raise
+    return True
+
+
 def _lenient_import(name, globals=None, locals=None, fromlist=(), level=0):
     if (level != 0 or not (name == 'mxnet' or name.startswith('mxnet.'))
             or not _from_upstream_module_level(globals, locals)):
         return _original_import(name, globals, locals, fromlist, level)
     try:
         module = _original_import(name, globals, locals, fromlist, level)
-    except ImportError:
-        if fromlist:
-            return _MissingModule(name)
-        return _missing_chain(name)
+    except ModuleNotFoundError as err:
+        if not _absent(err):
+            raise
+        module = sys.modules.get(name) if fromlist else None
+        if module is None:              # `name` itself does not exist
+            return _MissingModule(name) if fromlist else _missing_chain(name)
+        # else a name in the fromlist is a missing lazy submodule: below
     if fromlist:
         missing = {n: _missing_name(f'{name}.{n}') for n in fromlist
                    if n != '*' and not _has(module, n)}
         if missing:
             return _overlay(module, name, missing)
     return module
-
-
-def _has(module, attr):
-    # Not hasattr: d2lmini's lazy module __getattr__ may raise ImportError.
-    try:
-        getattr(module, attr)
-    except Exception:           # noqa: BLE001  any failure means "lacks it"
-        return False
-    return True
 
 
 builtins.__import__ = _lenient_import
