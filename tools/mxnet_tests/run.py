@@ -104,6 +104,8 @@ def run_file(fname, selectors, args, tmp, root):
         [SHIM, root] + ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
     if args.dense_only:
         env['MXH_DENSE_ONLY'] = '1'
+    if args.seed is not None:
+        env['MXNET_TEST_SEED'] = env['MXNET_MODULE_SEED'] = str(args.seed)
     env.update(MXH_UPSTREAM_DIR=tmp, MXH_RESULTS=results_path,
                MXH_TIMEOUT=str(args.timeout), PYTHONDONTWRITEBYTECODE='1')
     outcomes, collect_errors, crashed = {}, [], []
@@ -149,6 +151,11 @@ def run_file(fname, selectors, args, tmp, root):
                     started = None
             elif ev['event'] == 'collect_error':
                 collect_errors.append(ev['reason'])
+            elif ev['event'] == 'env':
+                want = os.path.join(root, 'd2lmini')
+                if os.path.realpath(ev['d2lmini']) != os.path.realpath(want):
+                    sys.exit(f'run.py: the tests imported {ev["d2lmini"]}, not {want}; '
+                             'is PYTHONPATH or an install shadowing it?')
             elif ev['event'] == 'finish':
                 finished = True
         if finished or started is None:
@@ -197,6 +204,8 @@ def command_line(args):
         parts += ['-k', repr(args.k)]
     if args.dense_only:
         parts.append('--dense-only')
+    if args.seed is not None:
+        parts += ['--seed', str(args.seed)]
     if args.timeout != 60:
         parts += ['--timeout', f'{args.timeout:g}']
     return ' '.join(parts)
@@ -291,6 +300,9 @@ def main(argv=None):
     ap.add_argument('--json', help='write raw per-test outcomes here')
     ap.add_argument('--timeout', type=float, default=60, help='seconds per test')
     ap.add_argument('-k', help='pytest -k expression')
+    ap.add_argument('--seed', type=int,
+                    help='fix every with_seed() test to this seed (MXNET_TEST_SEED and '
+                         'MXNET_MODULE_SEED), to reproduce a failure; default: random, as upstream')
     ap.add_argument('--dense-only', action='store_true',
                     help="skip compare_optimizer's sparse comparisons (to see "
                          "the dense part of partly-in-scope tests; not the measure)")

@@ -219,6 +219,11 @@ def _reason(report):
     return text[-1] if text else ''
 
 
+def pytest_sessionstart(session):
+    import mxnet                     # the alias: tells run.py which d2lmini
+    _record(event='env', d2lmini=os.path.dirname(os.path.abspath(mxnet.__file__)))
+
+
 def pytest_sessionfinish(session, exitstatus):
     _record(event='finish', exitstatus=int(exitstatus))
 
