@@ -292,6 +292,24 @@ def build_report(per_file, statics, args, root, elapsed, mxnet_dir):
     return '\n'.join(lines), totals
 
 
+def baseline_section(per_file, path):
+    """Markdown: tests whose outcome changed since the ``--json`` file ``path``."""
+    with open(path) as f:
+        before = json.load(f)
+    gained, lost = [], []
+    for fname, (outcomes, _, _) in per_file.items():
+        old = before.get(fname, {})
+        for node, (outcome, reason) in sorted(outcomes.items()):
+            was = old.get(node, ['not run', ''])[0]
+            if outcome == 'passed' and was != 'passed':
+                gained.append(f'- `{node}` (was {was})')
+            elif was == 'passed' and outcome != 'passed':
+                lost.append(f'- `{node}`: {outcome}: {normalise(reason)}')
+    return '\n'.join(['', f'## Against the baseline {path}', '',
+                      f'### Now failing, passed before ({len(lost)})', *lost, '',
+                      f'### Now passing ({len(gained)})', *gained, ''])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--mxnet', default='/tmp/mx191',
@@ -300,6 +318,8 @@ def main(argv=None):
     ap.add_argument('--json', help='write raw per-test outcomes here')
     ap.add_argument('--timeout', type=float, default=60, help='seconds per test')
     ap.add_argument('-k', help='pytest -k expression')
+    ap.add_argument('--baseline', help='a --json file of an earlier run: list the tests '
+                                       'whose outcome changed (regressions first)')
     ap.add_argument('--seed', type=int,
                     help='fix every with_seed() test to this seed (MXNET_TEST_SEED and '
                          'MXNET_MODULE_SEED), to reproduce a failure; default: random, as upstream')
@@ -335,6 +355,8 @@ def main(argv=None):
             print(f'[run.py] {fname}: {dict(o)}', file=sys.stderr, flush=True)
         elapsed = (datetime.datetime.now() - start).total_seconds()
         report, totals = build_report(per_file, statics, args, root, elapsed, args.mxnet)
+        if args.baseline:
+            report += baseline_section(per_file, args.baseline)
     finally:
         if os.environ.get('MXH_KEEP_TMP'):
             print(f'[run.py] kept {tmp}', file=sys.stderr)
