@@ -126,6 +126,9 @@ def run_file(fname, selectors, args, tmp, root):
         with open(log_path, 'w') as log:
             proc = subprocess.run(cmd, cwd=os.path.join(tmp, 'work'), env=env,
                                   stdout=log, stderr=subprocess.STDOUT)
+        if args.log:
+            with open(log_path) as log:
+                sys.stderr.write(log.read().replace(tmp + os.sep, ''))
         events = []
         with open(results_path, encoding='utf-8') as f:
             for line in f:
@@ -318,6 +321,8 @@ def main(argv=None):
     ap.add_argument('--json', help='write raw per-test outcomes here')
     ap.add_argument('--timeout', type=float, default=60, help='seconds per test')
     ap.add_argument('-k', help='pytest -k expression')
+    ap.add_argument('--log', action='store_true',
+                    help="print pytest's own output (tracebacks) to stderr")
     ap.add_argument('--baseline', help='a --json file of an earlier run: list the tests '
                                        'whose outcome changed (regressions first)')
     ap.add_argument('--seed', type=int,
