@@ -278,3 +278,9 @@ def test_real_import_errors_inside_d2lmini_are_not_hidden():
             raise ModuleNotFoundError("No module named 'd2lmini.kv'", name='d2lmini.kv')
 
     assert harness._has(Lazy('x'), 'kv') is False
+
+
+def test_tolerance_of_other_exact_types_is_zero():
+    assert tu.get_tols(np.ones(1, np.int16), np.ones(1, np.int16), None, None) == (0, 0)
+    with pytest.raises(AssertionError):
+        tu.assert_almost_equal(np.array([1], np.int16), np.array([2], np.int16))
