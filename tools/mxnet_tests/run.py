@@ -194,11 +194,17 @@ def run_file(fname, selectors, args, tmp, root):
     return outcomes, [strip(e) for e in collect_errors], crashed
 
 
-def normalise(reason):
-    """One line, addresses and long numbers blanked, for grouping."""
-    line = (reason or '').strip().splitlines()[0] if reason else ''
+def normalise(reason, lines=1):
+    """The first ``lines`` non-empty lines of a reason, addresses blanked.
+
+    'AssertionError: ' followed by the message on the next lines counts the
+    type and the first message line as one line."""
+    parts = [ln.strip() for ln in (reason or '').splitlines() if ln.strip()]
+    if len(parts) > 1 and parts[0].endswith(':') and ' ' not in parts[0].rstrip(':'):
+        parts[:2] = [parts[0] + ' ' + parts[1]]
+    line = ' / '.join(parts[:lines])
     line = re.sub(r'0x[0-9a-fA-F]+', '0x…', line)
-    return line[:240]
+    return line[:240 * lines]
 
 
 def command_line(args):
@@ -245,7 +251,7 @@ def build_report(per_file, statics, args, root, elapsed, mxnet_dir):
                 c['in ' + outcome] += 1
                 if outcome == 'failed':
                     in_scope_fail[normalise(reason)].append(node)
-                    by_file_fail[fname].append((node, normalise(reason)))
+                    by_file_fail[fname].append((node, normalise(reason, 3)))
             else:
                 c['out ' + outcome] += 1
         totals.update(c)
