@@ -284,3 +284,25 @@ def test_tolerance_of_other_exact_types_is_zero():
     assert tu.get_tols(np.ones(1, np.int16), np.ones(1, np.int16), None, None) == (0, 0)
     with pytest.raises(AssertionError):
         tu.assert_almost_equal(np.array([1], np.int16), np.array([2], np.int16))
+
+
+# ------------------------------------------------------------------ run.py
+
+def test_run_helpers(tmp_path):
+    sys.path.insert(0, HERE)
+    import run
+    assert run.normalise('AssertionError: \nItems are not equal:\nError 3') == \
+        'AssertionError: Items are not equal:'
+    assert run.normalise('KeyError: x at 0x7f00ab\nmore', 2) == 'KeyError: x at 0x… / more'
+    f = tmp_path / 'test_x.py'
+    f.write_text('def test_a(): pass\ndef helper(): pass\n'
+                 'class TestB:\n    def test_c(self): pass\n')
+    assert run.static_tests(str(f)) == ['test_a', 'TestB::test_c']
+    base = tmp_path / 'base.json'
+    base.write_text('{"test_x.py": {"test_x.py::test_a": ["passed", ""], '
+                    '"test_x.py::test_d": ["failed", "E"]}}')
+    text = run.baseline_section(
+        {'test_x.py': ({'test_x.py::test_a': ('failed', 'ValueError: v'),
+                        'test_x.py::test_d': ('passed', '')}, [], [])}, str(base))
+    assert '### Now failing, passed before (1)\n- `test_x.py::test_a`: failed: ValueError: v' in text
+    assert '### Now passing (1)\n- `test_x.py::test_d` (was failed)' in text
