@@ -48,12 +48,19 @@ def find_d2lmini(cwd):
 
 
 def git_head(root):
-    try:
-        out = subprocess.run(['git', '-C', root, 'log', '-1', '--format=%h %s'],
+    """HEAD of the checkout, and the last commit that touched d2lmini/."""
+    def log(*extra):
+        out = subprocess.run(['git', '-C', root, 'log', '-1', '--format=%h %s', *extra],
                              capture_output=True, text=True, check=True)
         return out.stdout.strip()
+    try:
+        head, code = log(), log('--', 'd2lmini')
     except (OSError, subprocess.CalledProcessError):
         return '(not a git checkout)'
+    dirty = subprocess.run(['git', '-C', root, 'status', '--porcelain', '--', 'd2lmini'],
+                           capture_output=True, text=True).stdout.strip()
+    text = head if head == code else f'{head}; d2lmini/ last changed in {code}'
+    return text + (' (plus uncommitted changes in d2lmini/)' if dirty else '')
 
 
 def static_tests(path):
