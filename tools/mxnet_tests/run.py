@@ -14,6 +14,7 @@ running, which is reported as crashed. See README.md.
 import argparse
 import ast
 import collections
+import concurrent.futures
 import datetime
 import importlib.util
 import json
@@ -100,7 +101,7 @@ def prepare(mxnet_dir, tmp):
             os.chmod(os.path.join(root, d), 0o755)
     with open(os.path.join(tmp, 'pytest.ini'), 'w') as f:
         f.write('[pytest]\npython_files = test_*.py\n')
-    os.makedirs(os.path.join(tmp, 'work'))
+    os.makedirs(os.path.join(tmp, 'work'))   # one sub-directory per file: cwd of its tests
 
 
 def run_file(fname, selectors, args, tmp, root):
@@ -117,6 +118,10 @@ def run_file(fname, selectors, args, tmp, root):
                MXH_TIMEOUT=str(args.timeout), PYTHONDONTWRITEBYTECODE='1')
     outcomes, collect_errors, crashed = {}, [], []
     done = set()
+    # Tests write files (params, states) into their cwd: one per file keeps
+    # files run in parallel (--jobs) from clobbering each other's.
+    work = os.path.join(tmp, 'work', fname)
+    os.makedirs(work, exist_ok=True)
     for attempt in range(50):
         targets = [os.path.join(tmp, 'unittest', fname + ('::' + s if s else ''))
                    for s in (selectors or [''])]
@@ -131,7 +136,7 @@ def run_file(fname, selectors, args, tmp, root):
         open(results_path, 'w').close()
         log_path = os.path.join(tmp, f'{fname}.{attempt}.log')
         with open(log_path, 'w') as log:
-            proc = subprocess.run(cmd, cwd=os.path.join(tmp, 'work'), env=env,
+            proc = subprocess.run(cmd, cwd=work, env=env,
                                   stdout=log, stderr=subprocess.STDOUT)
         if args.log:
             with open(log_path) as log:
@@ -334,6 +339,8 @@ def main(argv=None):
     ap.add_argument('--json', help='write raw per-test outcomes here')
     ap.add_argument('--timeout', type=float, default=60, help='seconds per test')
     ap.add_argument('-k', help='pytest -k expression')
+    ap.add_argument('-j', '--jobs', type=int, default=1,
+                    help='files run in parallel (default 1: the machine is shared)')
     ap.add_argument('--log', action='store_true',
                     help="print pytest's own output (tracebacks) to stderr")
     ap.add_argument('--baseline', help='a --json file of an earlier run: list the tests '
@@ -360,17 +367,24 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix='mxnet_tests_')
     try:
         prepare(args.mxnet, tmp)
-        per_file, statics = collections.OrderedDict(), {}
+        statics = {}
         for fname, selectors in selections.items():
             path = os.path.join(tmp, 'unittest', fname)
             if not os.path.isfile(path):
                 sys.exit(f'run.py: no upstream file {fname}')
             statics[fname] = (selectors if selectors else static_tests(path)) \
                 if not args.k else []
+
+        def one(fname):
             print(f'[run.py] {fname} ...', file=sys.stderr, flush=True)
-            per_file[fname] = run_file(fname, selectors, args, tmp, root)
-            o = collections.Counter(v[0] for v in per_file[fname][0].values())
+            result = run_file(fname, selections[fname], args, tmp, root)
+            o = collections.Counter(v[0] for v in result[0].values())
             print(f'[run.py] {fname}: {dict(o)}', file=sys.stderr, flush=True)
+            return result
+
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            results = list(pool.map(one, selections))     # keeps the files' order
+        per_file = collections.OrderedDict(zip(selections, results))
         elapsed = (datetime.datetime.now() - start).total_seconds()
         report, totals = build_report(per_file, statics, args, root, elapsed, args.mxnet)
         if args.baseline:
