@@ -104,8 +104,70 @@ def prepare(mxnet_dir, tmp):
     os.makedirs(os.path.join(tmp, 'work'))   # one sub-directory per file: cwd of its tests
 
 
+_RANK = {'passed': 0, 'skipped': 1, 'failed': 2}
+
+
+def read_events(path):
+    """The JSON lines the plugin wrote (a line cut off by a hard exit is dropped)."""
+    events = []
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return events
+
+
+def apply_events(events, outcomes, done, collect_errors, root):
+    """Fold one pytest run's events into ``outcomes`` (worst phase wins) and
+    ``done``; returns (finished normally?, test running when it stopped)."""
+    finished, started = False, None
+    for ev in events:
+        node = ev.get('nodeid', '').split('unittest/', 1)[-1]
+        if ev['event'] == 'start':
+            started = node
+        elif ev['event'] == 'report':
+            done.add(node)
+            prev = outcomes.get(node)
+            if prev is None or _RANK[ev['outcome']] > _RANK[prev[0]]:
+                reason = ev['reason']
+                if ev['outcome'] == 'failed' and ev['when'] != 'call':
+                    reason = f'[{ev["when"]}] {reason}'
+                outcomes[node] = (ev['outcome'], reason)
+            if ev['when'] == 'teardown':
+                started = None
+        elif ev['event'] == 'collect_error':
+            collect_errors.append(ev['reason'])
+        elif ev['event'] == 'env':
+            want = os.path.join(root, 'd2lmini')
+            if os.path.realpath(ev['d2lmini']) != os.path.realpath(want):
+                sys.exit(f'run.py: the tests imported {ev["d2lmini"]}, not {want}; '
+                         'is PYTHONPATH or an install shadowing it?')
+        elif ev['event'] == 'finish':
+            finished = True
+    return finished, started
+
+
+def crash_reason(results_path, returncode, timeout):
+    """Why a pytest process stopped inside a test: a hang or an exit status."""
+    hang = ''
+    if os.path.exists(results_path + '.hang'):
+        with open(results_path + '.hang') as f:
+            hang = f.read()
+    if not hang.strip():
+        return f'exit status {returncode}'
+    frames = [ln.strip() for ln in hang.splitlines() if ln.strip().startswith('File')]
+    return (f'hung: no progress for {timeout + 30:g} s, stopped by faulthandler; '
+            f'main thread in {frames[0] if frames else "?"}')
+
+
 def run_file(fname, selectors, args, tmp, root):
-    """Run one upstream file; returns {test: (outcome, reason)} and notes."""
+    """Run one upstream file; returns ({test: (outcome, reason)}, errors, crashed).
+
+    A pytest process that dies or hangs inside a test is started again with
+    every test that already has a result deselected, so one crash costs one
+    test, not the rest of the file."""
     results_path = os.path.join(tmp, f'{fname}.jsonl')
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(
@@ -116,19 +178,17 @@ def run_file(fname, selectors, args, tmp, root):
         env['MXNET_TEST_SEED'] = env['MXNET_MODULE_SEED'] = str(args.seed)
     env.update(MXH_UPSTREAM_DIR=tmp, MXH_RESULTS=results_path,
                MXH_TIMEOUT=str(args.timeout), PYTHONDONTWRITEBYTECODE='1')
-    outcomes, collect_errors, crashed = {}, [], []
-    done = set()
     # Tests write files (params, states) into their cwd: one per file keeps
     # files run in parallel (--jobs) from clobbering each other's.
     work = os.path.join(tmp, 'work', fname)
     os.makedirs(work, exist_ok=True)
-    for attempt in range(50):
-        targets = [os.path.join(tmp, 'unittest', fname + ('::' + s if s else ''))
-                   for s in (selectors or [''])]
+    targets = [os.path.join(tmp, 'unittest', fname + ('::' + s if s else ''))
+               for s in (selectors or [''])]
+    outcomes, collect_errors, crashed, done = {}, [], [], set()
+    for attempt in range(len(static_tests(os.path.join(tmp, 'unittest', fname))) + 2):
         cmd = [sys.executable, '-m', 'pytest', '-p', '_mxnet_harness',
                '-p', 'no:cacheprovider', '-c', os.path.join(tmp, 'pytest.ini'),
-               '--rootdir', tmp, '-q', '--tb=short', '-o', 'console_output_style=classic',
-               *targets]
+               '--rootdir', tmp, '-q', '--tb=short', *targets]
         if args.k:
             cmd += ['-k', args.k]
         for nodeid in sorted(done):     # node ids are relative to --rootdir
@@ -138,65 +198,22 @@ def run_file(fname, selectors, args, tmp, root):
         with open(log_path, 'w') as log:
             proc = subprocess.run(cmd, cwd=work, env=env,
                                   stdout=log, stderr=subprocess.STDOUT)
+        with open(log_path) as log:
+            log_text = log.read()
         if args.log:
-            with open(log_path) as log:
-                sys.stderr.write(log.read().replace(tmp + os.sep, ''))
-        events = []
-        with open(results_path, encoding='utf-8') as f:
-            for line in f:
-                try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass        # a line cut off by a hard exit
-        finished, started = False, None
-        for ev in events:
-            node = ev.get('nodeid', '').split('unittest/', 1)[-1]
-            if ev['event'] == 'start':
-                started = node
-            elif ev['event'] == 'report':
-                done.add(node)
-                prev = outcomes.get(node)
-                rank = {'passed': 0, 'skipped': 1, 'failed': 2}
-                if prev is None or rank[ev['outcome']] > rank[prev[0]]:
-                    reason = ev['reason']
-                    if ev['outcome'] == 'failed' and ev['when'] != 'call':
-                        reason = f'[{ev["when"]}] {reason}'
-                    outcomes[node] = (ev['outcome'], reason)
-                if ev['when'] == 'teardown':
-                    started = None
-            elif ev['event'] == 'collect_error':
-                collect_errors.append(ev['reason'])
-            elif ev['event'] == 'env':
-                want = os.path.join(root, 'd2lmini')
-                if os.path.realpath(ev['d2lmini']) != os.path.realpath(want):
-                    sys.exit(f'run.py: the tests imported {ev["d2lmini"]}, not {want}; '
-                             'is PYTHONPATH or an install shadowing it?')
-            elif ev['event'] == 'finish':
-                finished = True
+            sys.stderr.write(log_text.replace(tmp + os.sep, ''))
+        finished, started = apply_events(read_events(results_path), outcomes, done,
+                                         collect_errors, root)
         if finished or started is None:
             if not finished:
-                with open(log_path) as log:
-                    tail = log.read()[-2000:]
                 collect_errors.append(f'pytest exited with status {proc.returncode} '
-                                      f'without finishing: {tail.strip()[-300:]}')
+                                      f'without finishing: {log_text.strip()[-300:]}')
             break
-        # The process died or hung inside `started`: record it, skip it, go on.
         if started in crashed:
             collect_errors.append(f'{started} crashed again although deselected; '
                                   'giving up on the rest of the file')
             break
-        with open(log_path) as log:
-            tail = log.read()[-4000:]
-        hang = ''
-        if os.path.exists(results_path + '.hang'):
-            with open(results_path + '.hang') as f:
-                hang = f.read()
-        if hang.strip():
-            frames = [ln.strip() for ln in hang.splitlines() if ln.strip().startswith('File')]
-            why = (f'hung: no progress for {args.timeout + 30:g} s, stopped by faulthandler; '
-                   f'main thread in {frames[0] if frames else "?"}')
-        else:
-            why = f'exit status {proc.returncode}'
+        why = crash_reason(results_path, proc.returncode, args.timeout)
         outcomes[started] = ('failed', f'CRASHED: test process died ({why}); '
                                        'the harness went on after it')
         crashed.append(started)

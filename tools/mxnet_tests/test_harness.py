@@ -306,3 +306,34 @@ def test_run_helpers(tmp_path):
                         'test_x.py::test_d': ('passed', '')}, [], [])}, str(base))
     assert '### Now failing, passed before (1)\n- `test_x.py::test_a`: failed: ValueError: v' in text
     assert '### Now passing (1)\n- `test_x.py::test_d` (was failed)' in text
+
+
+def test_runner_survives_a_crash_and_a_timeout(tmp_path):
+    unit = tmp_path / 'tests' / 'python' / 'unittest'
+    unit.mkdir(parents=True)
+    (unit / 'test_fake.py').write_text(
+        'import os, time\n'
+        'import mxnet as mx\n'
+        'from mxnet.base import NoSuchThing\n'
+        'from mxnet.test_utils import assert_almost_equal\n'
+        'def test_ok():\n    assert_almost_equal(mx.nd.ones((2,)), [1, 1])\n'
+        'def test_crash():\n    os._exit(3)\n'
+        'def test_after():\n    pass\n'
+        'def test_slow():\n    time.sleep(30)\n'
+        'def test_missing():\n    NoSuchThing()\n')
+    out = tmp_path / 'out.json'
+    import subprocess
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HERE, 'run.py'), '--mxnet', str(tmp_path),
+         '--timeout', '2', '--json', str(out), 'test_fake.py'],
+        cwd=os.path.dirname(os.path.dirname(d2lmini.__file__)),
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    import json
+    got = json.load(open(out))['test_fake.py']
+    assert got['test_fake.py::test_ok'][0] == 'passed'
+    assert got['test_fake.py::test_after'][0] == 'passed'
+    assert got['test_fake.py::test_crash'] == [
+        'failed', 'CRASHED: test process died (exit status 3); the harness went on after it']
+    assert 'TestTimeout' in got['test_fake.py::test_slow'][1]
+    assert 'd2lmini lacks mxnet.base.NoSuchThing' in got['test_fake.py::test_missing'][1]
