@@ -16,6 +16,8 @@ __all__ = ['record', 'pause', 'train_mode', 'predict_mode', 'is_recording',
            'is_training', 'set_recording', 'set_training', 'backward', 'grad',
            'mark_variables', 'Function']
 
+from .base import MXNetError
+
 _STATE = [False, False]          # [recording, training]; a list: hot paths read it
 
 
@@ -138,7 +140,7 @@ def _topo(heads):
                 continue
             seen.add(id(node))
             if node.op is None:
-                raise RuntimeError(
+                raise MXNetError(
                     'the graph has already been freed by a previous backward. '
                     'Pass retain_graph=True to the first backward to call it again.')
             stack.append((node, True))
@@ -185,9 +187,9 @@ def _run_backward(heads, head_grads, retain_graph, create_graph, wanted=None):
             for a, g in zip(node.inputs, igrads):
                 if g is not None and a._node is not None:
                     if g.shape != a.shape:
-                        raise RuntimeError(f"operator '{node.op.name}' produced a "
-                                           f'gradient of shape {g.shape} for an input '
-                                           f'of shape {a.shape}')
+                        raise MXNetError(f"operator '{node.op.name}' produced a "
+                                         f'gradient of shape {g.shape} for an input '
+                                         f'of shape {a.shape}')
                     _accumulate(grads, a, g)
     finally:
         _STATE[:] = old

@@ -24,7 +24,10 @@ the consumer's stream waits on, so no thread blocks on the GPU.
 Errors inside the engine are kept on the failed operation's outputs (and on
 the outputs of everything computed from them) and re-raised, with the
 operation's name and the original traceback, at the next sync point:
-``wait_to_read``, ``asnumpy``, ``print`` or :func:`waitall`.
+``wait_to_read``, ``asnumpy``, ``print`` or :func:`waitall`.  As in MXNet,
+each error is reported once: the sync point that raises it clears it for
+every array that carries it.  Errors are :class:`MXNetError` s
+(:mod:`d2lmini.base`) that also have the kernel's built-in error type.
 
 ``D2LMINI_ENGINE=naive`` (or ``set_engine('naive')``, or
 ``with engine_mode('naive'):``) runs every operation synchronously on the
@@ -58,26 +61,27 @@ import traceback
 from queue import SimpleQueue
 
 from . import backend
+from .base import MXNetError, mixed_class, _builtin_of
 
 __all__ = ['waitall', 'set_engine', 'engine_mode', 'engine_type', 'EngineError',
+           'MXNetError', 'bulk', 'set_bulk_size',
            'set_max_inflight', 'set_blas_threads', 'Trace', 'stream_for']
 
 _now = time.perf_counter
 
 
-class EngineError(RuntimeError):
+class EngineError(MXNetError):
     """An operation failed; raised at the next sync point (at once in naive mode).
 
     ``op`` is the operator's name, ``ctx`` its context and ``__cause__`` the
-    original exception.
+    original exception, whose built-in type the error also has (a kernel's
+    ``ValueError`` is caught by ``except ValueError`` too), as in MXNet 1.6+.
     """
 
     def __init__(self, msg, op=None, ctx=None):
         super().__init__(msg)
         self.op, self.ctx = op, ctx
-
-
-MXNetError = EngineError
+        self.reported = False            # raised at a sync point already?
 
 
 def op_error(name, ctx, exc, where='engine'):
@@ -87,9 +91,10 @@ def op_error(name, ctx, exc, where='engine'):
         what = f'{type(exc).__name__}: {exc}'
     except Exception:                    # an exception that cannot print itself
         tb, what = '', type(exc).__name__
-    err = EngineError(f"operator '{name}' failed on {ctx}: {what}\n\n"
-                      f"Original traceback (from the {where}):\n{tb}",
-                      op=name, ctx=ctx)
+    builtin = _builtin_of(type(exc))
+    cls = EngineError if builtin is None else mixed_class(EngineError, builtin)
+    err = cls(f"operator '{name}' failed on {ctx}: {what}\n\n"
+              f"Original traceback (from the {where}):\n{tb}", op=name, ctx=ctx)
     err.__cause__ = exc
     return err
 
@@ -263,10 +268,12 @@ class Stream:
     def _inherit(args, outs):
         # An input that failed earlier poisons this op's outputs with the
         # original error, so the user sees the first cause, not a symptom.
+        # Once a sync point has reported that error it poisons nothing more
+        # (MXNet clears it): the op then runs on the placeholder values.
         for a in args:
-            if a._exc is not None:
-                for o in outs:
-                    o._exc = a._exc
+            err = a._exc
+            if err is not None and not err.reported:
+                _poison(outs, err)
                 return True
         return False
 
@@ -274,8 +281,25 @@ class Stream:
         _FAILED[0] = True
         err = op_error(name, self.ctx, e, f"engine's {self.ctx} worker")
         self.errors.append(err)
-        for o in outs:
-            o._exc = err
+        _poison(outs, err)
+
+
+def _poison(outs, err):
+    """Mark ``outs`` failed with ``err``, and give them placeholder values.
+
+    The values are what a later read sees once the error has been reported
+    (MXNet leaves the memory uninitialized): NaN, or 0 for integer types,
+    so that ops reading them still run.  In-place outputs keep their data.
+    """
+    for o in outs:
+        o._exc = err
+        if getattr(o, '_data', None) is None:
+            try:
+                xp = backend.xp(o._ctx)
+                fill = float('nan') if o._dtype.kind in 'fc' else 0
+                o._data = xp.full(o._shape, fill, dtype=o._dtype)
+            except Exception:            # e.g. a shape the op never made
+                o._data = None
 
 
 # ---------------------------------------------------------------------------
@@ -368,7 +392,9 @@ def waitall():
     """Block until every pushed operation has finished, on every device.
 
     Raises the first error that happened inside the engine since the last
-    sync point that reported it (then forgets them: the engine keeps working).
+    sync point that reported it.  Every error is reported once, as in
+    MXNet: after this call no array raises the errors it reported (the
+    engine keeps working, and those arrays hold placeholder values).
     """
     for s in list(_STREAMS.values()):
         s.wait(s.pushed)
@@ -379,12 +405,19 @@ def waitall():
     for s in list(_STREAMS.values()):
         errors += s.errors
         s.errors = []
+    for err in errors:
+        err.reported = True
     if errors:
         raise errors[0].with_traceback(None)
 
 
 def wait_for(arr):
-    """Wait until ``arr`` is computed; re-raise its producer's error."""
+    """Wait until ``arr`` is computed; raise its producer's error if unreported.
+
+    An error is reported once, at the first sync point that meets it (as in
+    MXNet): later reads of ``arr``, or of other arrays that carry the same
+    error, return their placeholder values.
+    """
     s = arr._stream
     seq = arr._seq
     if s.done < seq:
@@ -399,10 +432,13 @@ def wait_for(arr):
         w.cuda_stream.synchronize()
     err = arr._exc
     if err is not None:
-        for st in list(_STREAMS.values()):  # reported now: waitall need not repeat it
-            if err in st.errors:
-                st.errors.remove(err)
-        raise err.with_traceback(None)
+        arr._exc = None
+        if not err.reported:
+            err.reported = True
+            for st in list(_STREAMS.values()):  # waitall need not repeat it
+                if err in st.errors:
+                    st.errors.remove(err)
+            raise err.with_traceback(None)
 
 
 def _writer(arr):

@@ -388,24 +388,30 @@ def test_error_surfaces_at_the_next_sync_point(ops, threaded, ctx):
     assert 'Original traceback' in msg and 'in forward' in msg   # the kernel's frame
     assert isinstance(err.__cause__, ValueError)
     assert err.op == ops['boom'].name and err.ctx == ctx
-    assert isinstance(err, mx.MXNetError)
-    with pytest.raises(mx.EngineError):         # still failed when read again
-        y.asnumpy()
+    assert isinstance(err, mx.MXNetError) and isinstance(err, mx.base.MXNetError)
+    assert isinstance(err, ValueError)          # the kernel's type, mixed in
+    # Reported once, as in MXNet: the array now holds placeholder values.
+    assert np.isnan(y.asnumpy()).all()
     nd.waitall()                                # already reported: not again
     assert (x + 1).asnumpy().tolist() == [2, 2]  # the engine keeps working
 
 
-def test_dependents_carry_the_original_error(ops, threaded):
+@pytest.mark.parametrize('first', ['z', 'w', 'x'])
+def test_dependents_carry_the_original_error(ops, threaded, first):
     x = nd.ones((2,))
     y = nd.invoke(ops['boom'], (x,))
-    z = ((y + 1) * 2).sum()
-    w = z.copyto(mx.cpu(1)) + 1                 # and across devices
+    arrays = {'z': ((y + 1) * 2).sum()}
+    arrays['w'] = arrays['z'].copyto(mx.cpu(1)) + 1     # and across devices
     x += y                                      # an in-place write poisons x
-    for arr in (z, w, x):
-        with pytest.raises(mx.EngineError) as info:
-            arr.asnumpy()
-        assert info.value.op == ops['boom'].name
-        assert 'boom: this kernel always fails' in str(info.value)
+    arrays['x'] = x
+    with pytest.raises(mx.EngineError) as info:  # whichever is read first
+        arrays[first].asnumpy()
+    assert info.value.op == ops['boom'].name
+    assert 'boom: this kernel always fails' in str(info.value)
+    for arr in arrays.values():                 # one error, reported once
+        arr.asnumpy()
+    nd.waitall()
+    assert x.asnumpy().tolist() == [1, 1]       # the failed write left x alone
     assert (nd.ones((2,)) * 3).asnumpy().tolist() == [3, 3]
 
 
@@ -415,9 +421,67 @@ def test_waitall_raises_unread_errors_once(ops, threaded):
     with pytest.raises(mx.EngineError, match='boom'):
         nd.waitall()
     nd.waitall()                                # reported: the engine goes on
-    with pytest.raises(mx.EngineError):         # the arrays stay failed
-        y2.wait_to_read()
-    del y
+    y2.wait_to_read()                           # waitall reported it too
+    assert np.isnan(y.asnumpy()).all() and np.isnan(y2.asnumpy()).all()
+
+
+def _failed(ops, shape=(2, 2), dtype='float32'):
+    return nd.invoke(ops['boom'], (nd.ones(shape, dtype=dtype),))
+
+
+@pytest.mark.parametrize('sync', ['wait_to_read', 'waitall'])
+def test_each_failure_is_reported(ops, threaded, sync):
+    # Two failures one after the other: each raises at its own sync point.
+    for _ in range(2):
+        a = _failed(ops).copyto(mx.cpu(0))
+        with pytest.raises(mx.MXNetError):
+            a.wait_to_read() if sync == 'wait_to_read' else nd.waitall()
+    nd.waitall()
+
+
+@pytest.mark.parametrize('sync', ['asnumpy', 'waitall'])
+def test_views_of_a_reported_failure_read_quietly(ops, threaded, sync):
+    # a and b are rows of one failed array: one error, raised once.
+    a, b = _failed(ops).copyto(mx.cpu(0))
+    with pytest.raises(mx.MXNetError):
+        a.asnumpy() if sync == 'asnumpy' else nd.waitall()
+    assert np.isnan(b.asnumpy()).all()
+    nd.waitall()
+
+
+@pytest.mark.parametrize('sync', ['asnumpy', 'waitall'])
+def test_an_array_rebound_to_a_dependent_fails(ops, threaded, sync):
+    a, b = _failed(ops)
+    a = nd.dot(a.reshape((1, 2)), a.reshape((2, 1)))
+    with pytest.raises(mx.MXNetError, match='boom'):
+        a.asnumpy() if sync == 'asnumpy' else nd.waitall()
+    nd.waitall()
+
+
+def test_ops_after_the_report_compute_on_placeholders(ops, threaded):
+    y = _failed(ops, dtype='int32')
+    with pytest.raises(mx.MXNetError):
+        y.wait_to_read()
+    assert (y + 1).asnumpy().tolist() == [[1, 1], [1, 1]]   # int: zeros
+    f = _failed(ops)
+    with pytest.raises(mx.MXNetError):
+        f.wait_to_read()
+    assert np.isnan((f * 0).asnumpy()).all()
+
+
+def test_kernel_errors_keep_their_builtin_type(ops, threaded):
+    class KeyBoom(_TestOp):
+        def forward(self, a):
+            raise KeyError('missing')
+    op = _register(KeyBoom)
+    try:
+        y = nd.invoke(op, (nd.ones((2,)),))
+        with pytest.raises(KeyError) as info:
+            y.wait_to_read()
+        assert isinstance(info.value, mx.MXNetError)
+        assert isinstance(info.value, engine.EngineError)
+    finally:
+        del OPS[op.name]
 
 
 def test_naive_mode_raises_at_the_call_site(ops):

@@ -221,3 +221,82 @@ def test_indexing_out_of_range():
     with pytest.raises(IndexError):
         x[nd.array([0, 4])] = 1
     np.testing.assert_array_equal(x.asnumpy(), np.ones((2, 3)))
+
+
+# --- the error hierarchy (mx.base, as MXNet 1.6+) ----------------------------------
+def test_mxnet_error_is_the_base():
+    assert mx.MXNetError is mx.base.MXNetError
+    assert issubclass(mx.MXNetError, RuntimeError)          # as in MXNet
+    assert issubclass(mx.engine.EngineError, mx.MXNetError)
+    from d2lmini.gluon.parameter import DeferredInitializationError
+    assert issubclass(DeferredInitializationError, mx.MXNetError)
+    assert issubclass(mx.base.InternalError, mx.MXNetError)
+
+
+@pytest.mark.parametrize('builtin', [ValueError, TypeError, IndexError, KeyError,
+                                     AttributeError, NotImplementedError,
+                                     ZeroDivisionError])
+def test_as_mxnet_error_mixes_in_the_builtin_type(builtin):
+    err = mx.base.as_mxnet_error(builtin('what went wrong'))
+    assert isinstance(err, mx.MXNetError) and isinstance(err, builtin)
+    assert 'what went wrong' in str(err)
+    assert isinstance(err.__cause__, builtin)
+    assert type(err) is type(mx.base.as_mxnet_error(builtin('again')))   # cached
+    plain = mx.base.as_mxnet_error(OSError('disk'))       # cannot mix: plain base
+    assert type(plain) is mx.MXNetError and 'disk' in str(plain)
+    same = mx.MXNetError('x')
+    assert mx.base.as_mxnet_error(same) is same
+
+
+def test_register_error():
+    @mx.base.register_error
+    class MyError(mx.MXNetError):
+        pass
+    assert mx.base.error_types['MyError'] is MyError
+    mx.base.register_error('Other', MyError)
+    assert mx.base.error_types['Other'] is MyError
+    vt = mx.base.error_types['ValueError']
+    assert issubclass(vt, ValueError) and issubclass(vt, mx.MXNetError)
+    del mx.base.error_types['MyError'], mx.base.error_types['Other']
+
+
+def test_internal_error_says_so():
+    assert 'internal error' in str(mx.base.InternalError('bad state'))
+
+
+@pytest.mark.skipif(mx.num_gpus() > 0, reason='needs a machine without a GPU')
+@pytest.mark.parametrize('make', [lambda: nd.zeros((1,), ctx=mx.gpu()),
+                                  lambda: nd.array([1.0], ctx=mx.gpu(0)),
+                                  lambda: nd.ones((1,)).as_in_context(mx.gpu(1))],
+                         ids=['zeros', 'array', 'as_in_context'])
+def test_no_gpu_is_an_mxnet_error(make):
+    """The classic try_gpu() catches exactly mx.base.MXNetError."""
+    with pytest.raises(mx.base.MXNetError, match='no GPU'):
+        make()
+
+    def try_gpu():
+        try:
+            ctx = mx.gpu()
+            _ = nd.zeros((1,), ctx=ctx)
+        except mx.base.MXNetError:
+            ctx = mx.cpu()
+        return ctx
+    assert try_gpu() == mx.cpu()
+
+
+def test_second_backward_is_an_mxnet_error():
+    x = nd.ones((2,))
+    x.attach_grad()
+    with autograd.record():
+        y = (x * x).sum()
+    y.backward()
+    with pytest.raises(mx.MXNetError, match='retain_graph=True'):
+        y.backward()
+
+
+def test_missing_modules_are_attribute_errors():
+    assert not hasattr(mx, 'kv') or mx.kv is not None     # never raises
+    assert not hasattr(mx, 'no_such_module')
+    with pytest.raises(AttributeError, match='no_such_module'):
+        mx.no_such_module
+    assert mx.gluon is not None and mx.base is not None   # lazy ones still load
