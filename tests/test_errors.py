@@ -49,6 +49,7 @@ def test_shape_errors(engine_kind, bad, kind, words):
         bad()
     for w in words:
         assert w in str(e.value), (w, str(e.value))
+    assert isinstance(e.value, mx.base.MXNetError)    # both, as in MXNet 1.6+
     mx.nd.waitall()             # nothing was left failing inside the engine
 
 
@@ -114,6 +115,7 @@ def test_mixed_contexts(engine_kind):
         with pytest.raises(ValueError) as e:
             f()
         msg = str(e.value)
+        assert isinstance(e.value, mx.MXNetError)
         assert op in msg and 'cpu(0)' in msg and 'cpu(1)' in msg, msg
         assert '(2, 3)' in msg
 
@@ -300,3 +302,11 @@ def test_missing_modules_are_attribute_errors():
     with pytest.raises(AttributeError, match='no_such_module'):
         mx.no_such_module
     assert mx.gluon is not None and mx.base is not None   # lazy ones still load
+
+
+def test_gluon_shape_mismatch_is_an_mxnet_error():
+    layer = mx.gluon.nn.Dense(10, in_units=10)
+    layer.initialize()
+    with pytest.raises(mx.MXNetError, match=r'\(2, 11\)'):
+        layer(nd.ones((2, 11)))
+

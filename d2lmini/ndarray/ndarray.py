@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import autograd as _ag
 from .. import backend, engine
+from ..base import as_mxnet_error
 from ..context import Context, current_context
 from .registry import OPS, broadcast_shapes
 from . import layout
@@ -61,9 +62,9 @@ def _make(shape, dtype, ctx):
 
 def _context_error(op_name, args):
     desc = ', '.join(f'{a._ctx} (shape {a._shape})' for a in args)
-    return ValueError(
+    return as_mxnet_error(ValueError(
         f"operator '{op_name}': all inputs must be on the same context, got {desc}. "
-        f"Copy explicitly with x.copyto(ctx) or x.as_in_context(ctx).")
+        f"Copy explicitly with x.copyto(ctx) or x.as_in_context(ctx)."))
 
 
 def invoke(op, args, attrs=_EMPTY):
@@ -87,16 +88,21 @@ def invoke(op, args, attrs=_EMPTY):
         shapes = [a._shape for a in args]
         dtypes = [a._dtype for a in args]
     nout = op.nout
-    if nout == 1:
-        shape, dtype = op.infer(shapes, dtypes, **attrs)
-        o = _new(NDArray)
-        o._shape = shape
-        o._dtype = dtype
-        o._ctx = ctx
-        o._exc = o._node = o._grad = o._base = o._foreign = None
-        outs = [o]
-    else:
-        outs = [_make(s, d, ctx) for s, d in op.infer(shapes, dtypes, **attrs)]
+    try:                         # free in Python 3.11+ when nothing is raised
+        if nout == 1:
+            shape, dtype = op.infer(shapes, dtypes, **attrs)
+            o = _new(NDArray)
+            o._shape = shape
+            o._dtype = dtype
+            o._ctx = ctx
+            o._exc = o._node = o._grad = o._base = o._foreign = None
+            outs = [o]
+        else:
+            outs = [_make(s, d, ctx) for s, d in op.infer(shapes, dtypes, **attrs)]
+    except (ValueError, TypeError, IndexError) as e:
+        # As in MXNet 1.6+, a shape or argument error is an MXNetError that
+        # keeps its built-in type (d2lmini.base): both `except` forms work.
+        raise as_mxnet_error(e).with_traceback(e.__traceback__) from None
     fwd = op.forward
     if _NAIVE_MODE[0]:
         if ctx.device_type == 'cpu' and _TRACE[0] is None:
