@@ -34,10 +34,14 @@ every array that carries it.  Errors are :class:`MXNetError` s
 calling thread, like MXNet's NaiveEngine: errors then surface at the line
 that caused them.
 
-A stream holds at most :func:`set_max_inflight` un-run operations; past
-that, ``push`` blocks until the worker catches up, so a loop that never
-syncs cannot queue unbounded work and memory.  :class:`Trace` records every
-operation's start and end per stream (Chrome trace JSON, or a plot).
+A stream holds a bounded number of un-run operations; past that, ``push``
+blocks until the worker catches up, so a loop that never syncs cannot queue
+unbounded work and memory.  By default the bound adapts (``Stream._throttle``):
+256 while the operations are tiny, which runs them fastest, and up to 8192
+when they are big, so the front end runs far ahead as on MXNet.
+:func:`set_max_inflight` (or ``D2LMINI_MAX_INFLIGHT``) fixes it instead.  :class:`Trace`
+records every operation's start and end per stream (Chrome trace JSON, or a
+plot).  ``bulk(size)`` is MXNet's op batching; here it changes nothing.
 
 Two decisions worth knowing:
 
@@ -113,10 +117,16 @@ class _Naive:
 _NAIVE = _Naive()
 _STREAMS = {}                # ctx._key -> Stream
 _STREAMS_LOCK = threading.Lock()
-# Ops a stream may hold un-run before push blocks (set_max_inflight).  256
-# keeps every device fed, and keeps the pending ops' arrays in cache: tiny
-# ops ran end to end at ~1.9 us each with 256, ~2.3 us with 4096.
-_MAX_INFLIGHT = [256]
+# Back-pressure (Stream._throttle).  _MAX_INFLIGHT[0] is the fixed bound on
+# un-run ops per stream (set_max_inflight, D2LMINI_MAX_INFLIGHT), or None:
+# adapt.  Then the bound is _DEFAULT_INFLIGHT, which lets the async chapter's
+# MLP (44 ops a batch) queue 100 batches without a sync, as on MXNet, whose
+# queue is unbounded; but while ops are tiny (the worker spends under
+# _BIG_OP_S on each) the queue is kept at _SHORT_QUEUE: tiny ops drained
+# from a queue of 256 at ~2 us each, from one of 5000 at ~5 us (cold caches).
+_DEFAULT_INFLIGHT = 8192
+_SHORT_QUEUE = 256
+_BIG_OP_S = 200e-6
 _TRACE = [None]              # the list a Trace collects into, or None
 _FAILED = [False]            # has any op ever failed?  (then check inputs)
 
@@ -136,6 +146,8 @@ class Stream:
         self.done = 0
         self.last_write = 0
         self.errors = []                 # failures not yet reported
+        self.limit = _MAX_INFLIGHT[0] or _SHORT_QUEUE     # pending ops before push blocks
+        self._pace = (None, 0.0)         # (seconds per op, when measured)
         self.cuda_stream = backend.new_stream(ctx) if self.is_gpu else None
         self._held = []                  # [(cuda event, source arrays)]
         self._start()
@@ -159,7 +171,7 @@ class Stream:
         Returns the operation's seq.
         """
         seq = self.pushed + 1
-        if seq - self.done > _MAX_INFLIGHT[0]:
+        if seq - self.done > self.limit:
             self._throttle(seq)
         self.pushed = seq
         self._q.put((fn, args, outs, attrs, name, deps, seq))
@@ -167,21 +179,55 @@ class Stream:
 
     def _throttle(self, seq):
         # A front end that never syncs would queue work (and memory) without
-        # bound.  Block until the worker has caught up halfway, so the front
-        # end does not stop and start again on every single push.
-        limit = _MAX_INFLIGHT[0]
-        self.wait(seq - max(1, limit // 2))
-
-    def wait(self, seq):
-        """Block until the op numbered ``seq`` has run (launched, on a GPU)."""
-        if self.done >= seq:
+        # bound.  Past `limit` pending ops it waits until half of them have
+        # run, so it does not stop and start again on every push.  Unless
+        # set_max_inflight fixed it, the limit depends on the worker's pace,
+        # timed while the front end waits: the short queue for tiny ops, the
+        # whole bound for ops slower than _BIG_OP_S, which lose nothing by
+        # queueing.
+        fixed = _MAX_INFLIGHT[0]
+        if fixed is not None:
+            self.limit = fixed
+            self.wait(seq - max(1, fixed // 2))
             return
+        pace, when = self._pace
+        now = _now()
+        if pace is None or now - when > 1.0:     # unknown or stale: measure
+            pace = self._measure_pace()
+            now = _now()
+        self.limit = _DEFAULT_INFLIGHT if pace > _BIG_OP_S else _SHORT_QUEUE
+        self._pace = (pace, now)
+        if seq - self.done <= self.limit:
+            return
+        d0 = self.done
+        self.wait(seq - max(1, self.limit // 2))
+        t = _now()
+        self._pace = ((t - now) / max(1, self.done - d0), t)
+
+    def _measure_pace(self, n=10):
+        # Seconds per op, averaged over the next `n` ops, or over what runs
+        # in the time `n` ops of _BIG_OP_S would take: the front end waits
+        # at most that long (2 ms) to find out.
+        window = n * _BIG_OP_S
+        d0 = self.done
+        target = min(d0 + n, self.pushed)
+        t0 = _now()
+        self.wait(target, window)
+        return (_now() - t0) / max(1, self.done - d0)
+
+    def wait(self, seq, timeout=None):
+        """Block until the op numbered ``seq`` has run (launched, on a GPU).
+
+        Returns False if ``timeout`` seconds passed first, else True.
+        """
+        if self.done >= seq:
+            return True
         ev = threading.Event()
         with self._lock:
             if self.done >= seq:
-                return
+                return True
             self._waiters.append((seq, ev))
-        ev.wait()
+        return ev.wait(timeout)     # a waiter left behind is dropped at its seq
 
     # -- worker -------------------------------------------------------------
     def _loop(self):
@@ -377,14 +423,80 @@ class engine_mode:
         return False
 
 
-def set_max_inflight(n):
-    """Bound the ops a stream may hold un-run before the front end blocks.
+def _inflight_from_env():
+    value = os.environ.get('D2LMINI_MAX_INFLIGHT', '')
+    if not value:
+        return None                          # adapt
+    try:
+        n = int(value)
+        if n >= 1:
+            return n
+    except ValueError:
+        pass
+    raise ValueError(f'D2LMINI_MAX_INFLIGHT={value!r}: use a positive integer '
+                     f'(operations a stream may hold un-run), or leave it unset')
 
-    Returns the previous bound.
+
+_MAX_INFLIGHT = [_inflight_from_env()]
+
+
+def set_max_inflight(n):
+    """Fix the number of ops a stream may hold un-run before ``push`` blocks.
+
+    ``None`` restores the default, an adaptive bound: 256 ops while they
+    are tiny (the fastest way to run them), up to 8192 when they are big,
+    so that a front end that never syncs runs far ahead, as on MXNet.
+    Returns the previous setting (an int, or None).
     """
     old = _MAX_INFLIGHT[0]
-    _MAX_INFLIGHT[0] = max(1, int(n))
+    _MAX_INFLIGHT[0] = None if n is None else max(1, int(n))
+    for s in list(_STREAMS.values()):
+        s.limit = _MAX_INFLIGHT[0] or _SHORT_QUEUE
+        s._pace = (None, 0.0)
     return old
+
+
+# --- bulk execution: MXNet's name, no effect here ---------------------------------
+# MXNet fuses up to `size` consecutive ops into one engine operation, to pay
+# its per-op engine overhead once per segment.  d2lmini's worker already runs
+# whatever is queued back to back while it holds the GIL, so there is
+# nothing to fuse: the size is recorded, and results, ordering and sync
+# points are exactly as without it.
+_BULK_SIZE = [15]            # MXNet's default (MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN)
+
+
+def set_bulk_size(size):
+    """Set the bulk size (MXNet's op batching; recorded, no effect here).
+
+    Returns the previous size.
+    """
+    old = _BULK_SIZE[0]
+    _BULK_SIZE[0] = int(size)
+    return old
+
+
+def bulk_size():
+    """The size set by :func:`set_bulk_size` or :class:`bulk`."""
+    return _BULK_SIZE[0]
+
+
+class bulk:
+    """``with mx.engine.bulk(size):`` sets the bulk size inside a block.
+
+    MXNet batches up to ``size`` operations into one engine operation; in
+    d2lmini this only records the size (see :func:`set_bulk_size`).
+    """
+
+    def __init__(self, size):
+        self.size = size
+
+    def __enter__(self):
+        self.old = set_bulk_size(self.size)
+        return self
+
+    def __exit__(self, *exc):
+        set_bulk_size(self.old)
+        return False
 
 
 # --- synchronization -----------------------------------------------------------

@@ -612,6 +612,102 @@ def test_inflight_bound_holds_at_every_op(ops, threaded):
         engine.set_max_inflight(old)
 
 
+def test_default_bound_lets_the_front_end_run_ahead_of_big_ops(ops, threaded):
+    # A worker busy with one long op (a gate standing for a big kernel) is
+    # what the adaptive bound measures as slow: the front end may then queue
+    # far past the short queue of tiny ops, as on MXNet.
+    old = engine.set_max_inflight(None)
+    try:
+        ctx = mx.cpu(5)
+        s = engine.stream_for(ctx)
+        x = nd.ones((1,), ctx=ctx)
+        x.wait_to_read()
+        ev = threading.Event()
+        gate(ops, x, ev)
+        n = 3 * engine._SHORT_QUEUE
+        ys = [x + i for i in range(n)]           # returns: nothing blocks
+        assert s.pushed - s.done == n + 1 and s.limit == engine._DEFAULT_INFLIGHT
+        ev.set()
+        assert ys[-1].asscalar() == n
+    finally:
+        engine.set_max_inflight(old)
+
+
+def test_default_bound_keeps_tiny_ops_in_a_short_queue(ops, threaded, monkeypatch):
+    # Every op measured as tiny (under a second each, here): the queue stays
+    # at the short bound, which runs tiny ops fastest.
+    monkeypatch.setattr(engine, '_BIG_OP_S', 1.0)
+    old = engine.set_max_inflight(None)
+    try:
+        s = engine.stream_for(mx.cpu(0))
+        seen = []
+        probe = {'fn': lambda: seen.append(s.pushed - s.done)}
+        x = nd.ones((3,))
+        for _ in range(4 * engine._SHORT_QUEUE):
+            x = nd.invoke(ops['probe'], (x,), probe)
+            assert s.pushed - s.done <= engine._SHORT_QUEUE
+        x.wait_to_read()
+        assert max(seen) <= engine._SHORT_QUEUE
+    finally:
+        engine.set_max_inflight(old)
+
+
+def test_set_max_inflight_returns_and_restores():
+    old = engine.set_max_inflight(32)
+    try:
+        s = engine.stream_for(mx.cpu(0))
+        assert s.limit == 32
+        assert engine.set_max_inflight(None) == 32
+        assert s.limit == engine._SHORT_QUEUE       # adaptive again
+    finally:
+        engine.set_max_inflight(old)
+
+
+@pytest.mark.parametrize('value,expected', [('64', 64), ('', None)])
+def test_max_inflight_env_var(value, expected):
+    env = dict(os.environ, D2LMINI_MAX_INFLIGHT=value, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, '-c', 'import d2lmini as mx; '
+                          'print(mx.engine._MAX_INFLIGHT[0])'],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(expected)
+
+
+@pytest.mark.parametrize('value', ['0', 'many', '-5'])
+def test_max_inflight_env_var_rejects_junk(value):
+    env = dict(os.environ, D2LMINI_MAX_INFLIGHT=value, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, '-c', 'import d2lmini'], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and 'D2LMINI_MAX_INFLIGHT' in out.stderr
+
+
+# --- bulk: MXNet's op batching, recorded only ------------------------------------------
+def test_bulk_keeps_results_order_and_sync_points(engine_kind):
+    assert mx.engine.bulk_size() == 15                  # MXNet's default
+    with mx.engine.bulk(10):
+        assert mx.engine.bulk_size() == 10
+        x = nd.ones((10,))
+        x *= 2
+        x += 1
+        x.wait_to_read()
+        x += 1
+        assert (x.asnumpy() == 4).all()
+        for _ in range(100):
+            x += 1
+    assert mx.engine.bulk_size() == 15
+    assert (x.asnumpy() == 104).all()
+    assert mx.engine.set_bulk_size(3) == 15
+    assert mx.engine.set_bulk_size(15) == 3
+
+
+def test_bulk_restores_the_size_after_an_error():
+    with pytest.raises(KeyError):
+        with mx.engine.bulk(4):
+            raise KeyError('inside')
+    assert mx.engine.bulk_size() == 15
+
+
+
 # --- process life ------------------------------------------------------------------------
 def _run_script(code, timeout=120):
     env = dict(os.environ, PYTHONPATH=ROOT)
