@@ -438,3 +438,34 @@ def test_mlp_against_torch(ctx, engine_kind):
     close(loss, tl.item())
     for p, t in zip(ps, tp):
         close(p.grad, t.grad.numpy())
+
+
+def test_fresh_grad_flag():
+    """MXNet's _fresh_grad: set by a backward that writes the gradient."""
+    x, y = nd.ones((2, 2)), nd.ones((2, 2))
+    dx, dy = nd.zeros((2, 2)), nd.zeros((2, 2))
+    autograd.mark_variables([x, y], [dx, dy])
+    assert x._fresh_grad is False and y._fresh_grad is False
+    with autograd.record():
+        (x + 2 + y).backward()
+    assert x._fresh_grad and y._fresh_grad
+    x._fresh_grad = y._fresh_grad = False
+    dx[:] = 0
+    with autograd.record():
+        (((x + 2).detach()) + y).backward()     # x is cut from the graph
+    assert (dx.asnumpy() == 0).all()
+    assert y._fresh_grad and not x._fresh_grad
+    z = nd.ones((2,))
+    assert z._fresh_grad is False               # not a variable
+    with pytest.raises(ValueError, match='attach_grad'):
+        z._fresh_grad = True
+    z.attach_grad()
+    assert z._fresh_grad is False               # a new variable starts clean
+
+
+def test_star_import_has_ndarray():
+    """`from mxnet.autograd import *` brings NDArray along, as MXNet's does."""
+    ns = {}
+    exec('from d2lmini.autograd import *', ns)
+    assert ns['NDArray'] is nd.NDArray
+    assert ns['record'] is autograd.record and ns['mark_variables']

@@ -314,6 +314,15 @@ class NDArray:
         _ag.backward([self], None if out_grad is None else [out_grad],
                      retain_graph=retain_graph, train_mode=train_mode)
 
+    @property
+    def _fresh_grad(self):
+        """MXNet's flag: a backward wrote ``grad`` since it was last cleared."""
+        return _ag.fresh_grad(self)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, value):
+        _ag.set_fresh_grad(self, value)
+
     # -- printing ---------------------------------------------------------------
     def __repr__(self):
         shape = 'x'.join(str(s) for s in self._shape) or '1'
