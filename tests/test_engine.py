@@ -469,6 +469,36 @@ def test_ops_after_the_report_compute_on_placeholders(ops, threaded):
     assert np.isnan((f * 0).asnumpy()).all()
 
 
+def test_a_failed_op_poisons_the_state_it_writes(threaded):
+    # MXNet's resource vars: every sampler reads and writes its device's
+    # random generator, so one that fails leaves the generator failed, and
+    # the samplers after it fail with the same error until a sync point has
+    # reported it (upstream test_exc_imperative relies on this).  Here the
+    # state is an array each op rewrites in place; its data is not replaced.
+    from d2lmini.ndarray.ndarray import _make, _run
+    ctx = mx.cpu(0)
+    state = nd.zeros((1,))
+    state.wait_to_read()
+    kept = state._data
+
+    def sampler(bad):
+        def fn(st):
+            if bad:
+                raise ValueError('scale must be >= 0')
+            return np.ones(2, 'float32'), st
+        out = _make((2,), np.dtype('float32'), ctx)
+        _run('sampler', fn, (state,), [out, state], ctx)
+        return out
+
+    first = sampler(bad=True)
+    second = sampler(bad=False)                  # inherits through the state
+    with pytest.raises(mx.MXNetError, match='scale'):
+        second.asnumpy()
+    assert np.isnan(first.asnumpy()).all()       # the same error: reported once
+    assert state._data is kept
+    nd.waitall()                                 # nothing left to report
+    assert sampler(bad=False).asnumpy().tolist() == [1, 1]
+
 def test_kernel_errors_keep_their_builtin_type(ops, threaded):
     class KeyBoom(_TestOp):
         def forward(self, a):
