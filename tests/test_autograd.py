@@ -469,3 +469,44 @@ def test_star_import_has_ndarray():
     exec('from d2lmini.autograd import *', ns)
     assert ns['NDArray'] is nd.NDArray
     assert ns['record'] is autograd.record and ns['mark_variables']
+
+
+def _grads_by_mark_variables(func, *args):
+    """Upstream's grad_and_loss: mark_variables, record, backward."""
+    grads = [nd.zeros_like(x) for x in args]
+    autograd.mark_variables(list(args), grads)
+    with autograd.record():
+        out = func(*args)
+    autograd.backward([out])
+    return grads, out
+
+
+@pytest.mark.parametrize('func,expected', [
+    (lambda x: nd.exp(x), lambda x: [nd.exp(x)]),
+    (lambda x: x / 2, lambda x: [nd.ones(x.shape) * 0.5]),
+    (lambda x: x ** 2, lambda x: [2 * x]),
+    (lambda x, y: x + y, lambda x, y: [nd.ones(x.shape), nd.ones(y.shape)]),
+    (lambda x, y: x * y, lambda x, y: [y, x]),
+    (lambda x, y: x + x * y, lambda x, y: [nd.ones(x.shape) + y, x]),
+], ids=['exp', 'half', 'square', 'add', 'mul', 'compose'])
+def test_dense_gradients_are_exact(func, expected):
+    """The dense part of upstream test_unary_func/test_binary_func: equal bits."""
+    rng = np.random.default_rng(0)
+    nargs = func.__code__.co_argcount
+    args = [nd.array(rng.uniform(size=(4, 5))) for _ in range(nargs)]
+    grads, out = _grads_by_mark_variables(func, *args)
+    assert np.array_equal(out.asnumpy(), func(*args).asnumpy())
+    for g, e in zip(grads, expected(*args)):
+        assert np.array_equal(g.asnumpy(), e.asnumpy())
+
+
+def test_attach_grad_and_out_grad_keyword():
+    """The dense part of upstream test_attach_grad."""
+    x = nd.zeros((10, 10))
+    assert x.grad is None
+    x.attach_grad()
+    with autograd.record():
+        y = x * 2
+        assert y.grad is None
+        y.backward(out_grad=nd.ones_like(y))
+    assert (x.grad.asnumpy() == 2).all()

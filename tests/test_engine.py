@@ -499,6 +499,27 @@ def test_a_failed_op_poisons_the_state_it_writes(threaded):
     nd.waitall()                                 # nothing left to report
     assert sampler(bad=False).asnumpy().tolist() == [1, 1]
 
+@pytest.mark.parametrize('sync', ['wait_to_read', 'waitall', 'none'])
+def test_errors_through_a_gluon_forward(ops, threaded, sync):
+    """The in-scope part of upstream test_exc_gluon: a failed input surfaces
+    at the sync point after the model's forward, never before."""
+    from d2lmini.gluon import nn
+    model = nn.Sequential()
+    model.add(nn.Dense(16, activation='tanh', in_units=10, flatten=False))
+    model.add(nn.Dropout(1))
+    model.add(nn.Dense(8, activation='tanh', in_units=32), nn.Dense(4, in_units=8))
+    model.initialize()
+    x = nd.invoke(ops['boom'], (nd.ones((4, 2, 10)),))
+    z = model(x)                                 # returns: nothing synced yet
+    assert z.shape == (4, 4)
+    if sync == 'none':
+        with pytest.raises(mx.MXNetError, match='boom'):
+            nd.waitall()                         # whoever syncs next
+        return
+    with pytest.raises(mx.MXNetError, match='boom'):
+        z.wait_to_read() if sync == 'wait_to_read' else nd.waitall()
+    nd.waitall()
+
 def test_kernel_errors_keep_their_builtin_type(ops, threaded):
     class KeyBoom(_TestOp):
         def forward(self, a):
