@@ -26,8 +26,9 @@ the outputs of everything computed from them) and re-raised, with the
 operation's name and the original traceback, at the next sync point:
 ``wait_to_read``, ``asnumpy``, ``print`` or :func:`waitall`.  As in MXNet,
 each error is reported once: the sync point that raises it clears it for
-every array that carries it.  Errors are :class:`MXNetError` s
-(:mod:`d2lmini.base`) that also have the kernel's built-in error type.
+every array that carries it.  These errors are instances of
+:class:`MXNetError` (:mod:`d2lmini.base`) that also have the kernel's
+built-in error type.
 
 ``D2LMINI_ENGINE=naive`` (or ``set_engine('naive')``, or
 ``with engine_mode('naive'):``) runs every operation synchronously on the
@@ -36,12 +37,13 @@ that caused them.
 
 A stream holds a bounded number of un-run operations; past that, ``push``
 blocks until the worker catches up, so a loop that never syncs cannot queue
-unbounded work and memory.  By default the bound adapts (``Stream._throttle``):
-256 while the operations are tiny, which runs them fastest, and up to 8192
-when they are big, so the front end runs far ahead as on MXNet.
-:func:`set_max_inflight` (or ``D2LMINI_MAX_INFLIGHT``) fixes it instead.  :class:`Trace`
-records every operation's start and end per stream (Chrome trace JSON, or a
-plot).  ``bulk(size)`` is MXNet's op batching; here it changes nothing.
+unbounded work and memory.  By default the bound adapts
+(``Stream._throttle``): 256 while the operations are tiny, which runs them
+fastest, and up to 8192 when they are big, so the front end runs far ahead
+as on MXNet.  :func:`set_max_inflight` (or ``D2LMINI_MAX_INFLIGHT``) fixes
+it instead.  :class:`Trace` records every operation's start and end per
+stream (Chrome trace JSON, or a plot).  ``bulk(size)`` is MXNet's op
+batching; here it changes nothing.
 
 Two decisions worth knowing:
 
@@ -146,7 +148,7 @@ class Stream:
         self.done = 0
         self.last_write = 0
         self.errors = []                 # failures not yet reported
-        self.limit = _MAX_INFLIGHT[0] or _SHORT_QUEUE     # pending ops before push blocks
+        self.limit = _MAX_INFLIGHT[0] or _SHORT_QUEUE   # pending ops before push waits
         self._pace = (None, 0.0)         # (seconds per op, when measured)
         self.cuda_stream = backend.new_stream(ctx) if self.is_gpu else None
         self._held = []                  # [(cuda event, source arrays)]
