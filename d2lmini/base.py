@@ -20,8 +20,32 @@ Python exception that the front end or a kernel raised::
 
 :class:`MXNetError` derives from ``RuntimeError``, as MXNet's does.
 """
+import numpy as np
+
 __all__ = ['MXNetError', 'InternalError', 'register_error', 'error_types',
-           'as_mxnet_error']
+           'as_mxnet_error', 'integer_types', 'numeric_types', 'string_types',
+           'py_str', 'mx_real_t']
+
+# The type tuples and helpers of MXNet's base that user code imports.
+integer_types = (int, np.int32, np.int64)
+numeric_types = (float, int, np.generic)
+string_types = (str,)
+mx_real_t = np.float32
+
+
+def py_str(x):
+    """``bytes`` from a C string as ``str`` (MXNet's helper)."""
+    return x.decode('utf-8')
+
+
+class _NullType:
+    """MXNet's placeholder for an argument that was not given."""
+
+    def __repr__(self):
+        return '_Null'
+
+
+_Null = _NullType()
 
 
 class MXNetError(RuntimeError):

@@ -310,3 +310,14 @@ def test_gluon_shape_mismatch_is_an_mxnet_error():
     with pytest.raises(mx.MXNetError, match=r'\(2, 11\)'):
         layer(nd.ones((2, 11)))
 
+
+
+def test_base_helpers_as_mxnet():
+    import numpy as np
+    from d2lmini.base import (_Null, integer_types, mx_real_t, numeric_types, py_str,
+                              string_types)
+    assert isinstance(3, integer_types) and isinstance(np.int64(3), integer_types)
+    assert not isinstance(3.0, integer_types)
+    assert isinstance(np.float16(1), numeric_types) and isinstance(2.5, numeric_types)
+    assert isinstance('a', string_types) and py_str(b'fc1_weight') == 'fc1_weight'
+    assert mx_real_t is np.float32 and repr(_Null) == '_Null'
