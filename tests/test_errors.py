@@ -296,12 +296,29 @@ def test_second_backward_is_an_mxnet_error():
         y.backward()
 
 
-def test_missing_modules_are_attribute_errors():
-    assert not hasattr(mx, 'kv') or mx.kv is not None     # never raises
+def test_missing_modules_are_attribute_errors(monkeypatch):
+    """A lazy submodule not written yet (kvstore, ...) is an AttributeError,
+    so hasattr(mx, 'kv') is False instead of raising ModuleNotFoundError."""
+    monkeypatch.setattr(mx, '_LAZY', mx._LAZY + ('not_written_yet',))
+    assert hasattr(mx, 'not_written_yet') is False
+    with pytest.raises(AttributeError, match='not_written_yet'):
+        mx.not_written_yet
+    assert isinstance(hasattr(mx, 'kv'), bool)
     assert not hasattr(mx, 'no_such_module')
-    with pytest.raises(AttributeError, match='no_such_module'):
-        mx.no_such_module
-    assert mx.gluon is not None and mx.base is not None   # lazy ones still load
+    import types
+    assert isinstance(mx.gluon, types.ModuleType)          # lazy ones still load
+    assert mx.base.MXNetError is mx.MXNetError
+
+
+def test_a_broken_import_inside_a_lazy_module_is_not_masked(monkeypatch):
+    import importlib
+
+    def broken(name, package=None):
+        raise ModuleNotFoundError("No module named 'some_dependency'",
+                                  name='some_dependency')
+    monkeypatch.setattr(importlib, 'import_module', broken)
+    with pytest.raises(ModuleNotFoundError, match='some_dependency'):
+        mx.__getattr__('gluon')
 
 
 def test_gluon_shape_mismatch_is_an_mxnet_error():
