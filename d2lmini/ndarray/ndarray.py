@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import autograd as _ag
 from .. import backend, engine
+from ..base import as_mxnet_error
 from ..context import Context, current_context
 from .registry import OPS, broadcast_shapes
 from . import fluent, layout
@@ -65,9 +66,9 @@ def _make(shape, dtype, ctx):
 
 def _context_error(op_name, args):
     desc = ', '.join(f'{a._ctx} (shape {a._shape})' for a in args)
-    return ValueError(
+    return as_mxnet_error(ValueError(
         f"operator '{op_name}': all inputs must be on the same context, got {desc}. "
-        f"Copy explicitly with x.copyto(ctx) or x.as_in_context(ctx).")
+        f"Copy explicitly with x.copyto(ctx) or x.as_in_context(ctx)."))
 
 
 def invoke(op, args, attrs=_EMPTY):
@@ -91,16 +92,21 @@ def invoke(op, args, attrs=_EMPTY):
         shapes = [a._shape for a in args]
         dtypes = [a._dtype for a in args]
     nout = op.nout
-    if nout == 1:
-        shape, dtype = op.infer(shapes, dtypes, **attrs)
-        o = _new(NDArray)
-        o._shape = shape
-        o._dtype = dtype
-        o._ctx = ctx
-        o._exc = o._node = o._grad = o._base = o._foreign = None
-        outs = [o]
-    else:
-        outs = [_make(s, d, ctx) for s, d in op.infer(shapes, dtypes, **attrs)]
+    try:                         # free in Python 3.11+ when nothing is raised
+        if nout == 1:
+            shape, dtype = op.infer(shapes, dtypes, **attrs)
+            o = _new(NDArray)
+            o._shape = shape
+            o._dtype = dtype
+            o._ctx = ctx
+            o._exc = o._node = o._grad = o._base = o._foreign = None
+            outs = [o]
+        else:
+            outs = [_make(s, d, ctx) for s, d in op.infer(shapes, dtypes, **attrs)]
+    except (ValueError, TypeError, IndexError) as e:
+        # As in MXNet 1.6+, a shape or argument error is an MXNetError that
+        # keeps its built-in type (d2lmini.base): both `except` forms work.
+        raise as_mxnet_error(e).with_traceback(e.__traceback__) from None
     fwd = op.forward
     if _NAIVE_MODE[0]:
         if ctx.device_type == 'cpu' and _TRACE[0] is None:
@@ -313,6 +319,15 @@ class NDArray:
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         _ag.backward([self], None if out_grad is None else [out_grad],
                      retain_graph=retain_graph, train_mode=train_mode)
+
+    @property
+    def _fresh_grad(self):
+        """MXNet's flag: a backward wrote ``grad`` since it was last cleared."""
+        return _ag.fresh_grad(self)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, value):
+        _ag.set_fresh_grad(self, value)
 
     # -- printing ---------------------------------------------------------------
     def __repr__(self):
