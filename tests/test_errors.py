@@ -338,3 +338,10 @@ def test_base_helpers_as_mxnet():
     assert isinstance(np.float16(1), numeric_types) and isinstance(2.5, numeric_types)
     assert isinstance('a', string_types) and py_str(b'fc1_weight') == 'fc1_weight'
     assert mx_real_t is np.float32 and repr(_Null) == '_Null'
+
+
+def test_util_answers_what_d2lmini_is():
+    import d2lmini as mx
+    assert mx.util.is_np_array() is False          # no mx.np front end
+    assert mx.util.is_np_shape() is True           # 0-d arrays exist
+    assert mx.nd.array([[1, 2], [3, 4]])[1, 1].shape == ()
