@@ -1,6 +1,10 @@
 """Neural-network operators, one module per family as in MXNet's
-``src/operator/nn/``: ``fully_connected``, ``convolution``, ``pooling``,
-``activation``, ``softmax``, ``dropout``, ``batch_norm``.  Importing this
-package registers them all in the op table."""
+``src/operator/nn/``: ``fully_connected``, ``convolution``,
+``deconvolution``, ``pooling``, ``activation``, ``softmax``, ``dropout``,
+``batch_norm``, ``normalization`` (instance and group norm), ``pad`` and
+``ctc_loss``.  Importing this package registers them all in the op table."""
 from . import activation, batch_norm, convolution, dropout, fully_connected, pooling
-from . import softmax
+from . import normalization, pad, softmax
+
+FAMILIES = (activation, batch_norm, convolution, dropout, fully_connected,
+            normalization, pad, pooling, softmax)

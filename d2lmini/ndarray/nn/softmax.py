@@ -8,7 +8,7 @@ from ..ops import one_hot
 from ..registry import OPS, Case, Op, register
 from ._common import _check_kwargs, _float_dtype, _result, _xp
 
-__all__ = ['softmax', 'log_softmax', 'softmax_cross_entropy', 'SoftmaxOutput',
+__all__ = ['softmax', 'softmin', 'log_softmax', 'softmax_cross_entropy', 'SoftmaxOutput',
            'SoftmaxActivation']
 
 
@@ -42,6 +42,19 @@ class Softmax(Op):
     def backward(self, g, inputs, y, axis=-1, temperature=None):
         gy = g * y
         return [_scaled(gy - y * gy.sum(axis=axis, keepdims=True), temperature)]
+
+
+@register
+class Softmin(type(Softmax)):      # (register returns the instance)
+    """``softmax(-x/T)`` along ``axis``: the smallest entries get the weight."""
+    name = 'softmin'
+    cases = (Case((3, 4)), Case((2, 3, 4), axis=1), Case((3, 4), temperature=2.0))
+
+    def forward(self, a, axis=-1, temperature=None):
+        return super().forward(-a, axis, temperature)
+
+    def backward(self, g, inputs, y, axis=-1, temperature=None):
+        return [-super().backward(g, inputs, y, axis, temperature)[0]]
 
 
 @register
@@ -176,6 +189,17 @@ def log_softmax(data, axis=-1, temperature=None, out=None, name=None, **kwargs):
     _check_kwargs(log_softmax, kwargs)
     res = invoke(OPS['log_softmax'], (data,), {'axis': int(axis),
                                                 'temperature': temperature})
+    return _result(res, out)
+
+
+def softmin(data, axis=-1, temperature=None, out=None, name=None, **kwargs):
+    """``softmax(-data)`` along ``axis``.
+
+    >>> nd.softmin(nd.array([[1, 2, 3]]), axis=-1).asnumpy().argmax()
+    0
+    """
+    _check_kwargs(softmin, kwargs)
+    res = invoke(OPS['softmin'], (data,), {'axis': int(axis), 'temperature': temperature})
     return _result(res, out)
 
 

@@ -1,0 +1,185 @@
+"""The neural-network ops MXNet 1.x has and issue 15 adds: values against
+NumPy / PyTorch, MXNet's argument rules and errors.  (Every op's gradient is
+also checked by central differences in tests/test_grad_registry.py.)"""
+import math
+
+import numpy as np
+import pytest
+
+from d2lmini import autograd, nd
+
+try:
+    import torch
+    import torch.nn.functional as tF
+except ImportError:                       # pragma: no cover - optional oracle
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason='PyTorch is not installed')
+
+
+def rnd(*shape, seed=0, dtype=np.float64):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def grads_of(f, *arrays, head=None):
+    xs = [nd.array(a, dtype=a.dtype) for a in arrays]
+    for x in xs:
+        x.attach_grad()
+    with autograd.record():
+        y = f(*xs)
+    y.backward(None if head is None else nd.array(head, dtype=head.dtype))
+    return y.asnumpy(), [x.grad.asnumpy() for x in xs]
+
+
+def torch_grads(f, *arrays, head=None):
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    y = f(*ts)
+    y.backward(torch.ones_like(y) if head is None else torch.tensor(head))
+    return y.detach().numpy(), [t.grad.numpy() for t in ts]
+
+
+def close(a, b, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+# --- relu: NaN in, NaN gradient out (MXNet's relu_grad) ------------------------------
+RELUS = {'nd.relu': nd.relu,
+         'Activation': lambda x: nd.Activation(x, act_type='relu')}
+
+
+@pytest.mark.parametrize('name', sorted(RELUS))
+def test_relu_gradient_propagates_nan(name):
+    x = nd.array([np.nan, -1.0, 0.0, 2.0, np.inf])
+    x.attach_grad()
+    with autograd.record():
+        y = RELUS[name](x)
+    y.backward()
+    np.testing.assert_array_equal(y.asnumpy(), [np.nan, 0, 0, 2, np.inf])
+    np.testing.assert_array_equal(x.grad.asnumpy(), [np.nan, 0, 0, 1, 1])
+
+
+def test_fused_conv_relu_gradient_propagates_nan():
+    from d2lmini.ndarray import _conv_act
+    x = np.ones((1, 1, 3, 3), np.float32)
+    x[0, 0, 1, 1] = np.nan
+    w = np.ones((1, 1, 1, 1), np.float32)
+    _, (dx, dw) = grads_of(lambda x, w: _conv_act(x, w, kernel=(1, 1), num_filter=1,
+                                                   no_bias=True), x, w)
+    assert np.isnan(dx[0, 0, 1, 1]) and np.isnan(dw).all()
+    assert (dx[~np.isnan(x)] == 1).all()
+
+
+# --- GELU (LeakyReLU act_type='gelu') and softmin --------------------------------------
+@needs_torch
+def test_gelu_is_the_exact_erf_form():
+    x = np.linspace(-5, 5, 41)
+    y, (dx,) = grads_of(lambda a: nd.LeakyReLU(a, act_type='gelu'), x)
+    ty, (tdx,) = torch_grads(lambda a: tF.gelu(a), x)          # approximate='none'
+    close(y, ty, 1e-12, 1e-14)
+    close(dx, tdx, 1e-12, 1e-14)
+
+
+def test_gelu_keeps_float32():
+    y = nd.LeakyReLU(nd.array([-1.0, 0.5]), act_type='gelu')
+    assert y.dtype == np.float32
+    close(y.asnumpy(), [-1 * 0.5 * (1 + math.erf(-1 / math.sqrt(2))),
+                        0.5 * 0.5 * (1 + math.erf(0.5 / math.sqrt(2)))], 1e-6)
+
+
+def test_softmin_is_softmax_of_minus_x():
+    x = rnd(3, 4)
+    close(nd.softmin(nd.array(x), axis=0).asnumpy(),
+          nd.softmax(nd.array(-x), axis=0).asnumpy())
+    # MXNet's docstring example
+    close(nd.softmin(nd.array([[1., 2, 3], [3, 2, 1]]), axis=0).asnumpy(),
+          [[0.88079703, 0.5, 0.11920292], [0.11920292, 0.5, 0.88079703]])
+    y, (dx,) = grads_of(lambda a: nd.softmin(a, temperature=2.0), x, head=rnd(3, 4, seed=1))
+    _, (ref,) = grads_of(lambda a: nd.softmax(-a / 2.0), x, head=rnd(3, 4, seed=1))
+    close(dx, ref)
+
+
+# --- pad ---------------------------------------------------------------------------------
+PADS = [((2, 3, 3, 5), (0, 0, 0, 0, 1, 2, 3, 4)),
+        ((2, 3, 3, 5, 4), (0, 0, 0, 0, 1, 2, 3, 4, 3, 1))]
+
+
+@pytest.mark.parametrize('mode', ['constant', 'edge', 'reflect'])
+@pytest.mark.parametrize('shape,pad_width', PADS)
+def test_pad_matches_numpy(mode, shape, pad_width):
+    x = rnd(*shape)
+    pairs = list(zip(pad_width[::2], pad_width[1::2]))
+    kw = {'constant_values': 1.5} if mode == 'constant' else {}
+    y = nd.pad(nd.array(x, dtype=x.dtype), mode=mode, pad_width=pad_width,
+               constant_value=1.5)
+    close(y.asnumpy(), np.pad(x, pairs, mode=mode, **kw))
+
+
+@needs_torch
+@pytest.mark.parametrize('mode,tmode', [('constant', 'constant'), ('edge', 'replicate'),
+                                        ('reflect', 'reflect')])
+def test_pad_gradient_matches_torch(mode, tmode):
+    x = rnd(2, 3, 4, 5)
+    head = rnd(2, 3, 7, 9, seed=1)
+    _, (dx,) = grads_of(lambda a: nd.pad(a, mode=mode, pad_width=(0, 0, 0, 0, 1, 2, 3, 1)),
+                        x, head=head)
+    _, (tdx,) = torch_grads(lambda a: tF.pad(a, (3, 1, 1, 2), mode=tmode), x, head=head)
+    close(dx, tdx)
+
+
+def test_pad_follows_mxnets_rules():
+    x = nd.ones((1, 2, 3, 3))
+    with pytest.raises(ValueError, match='batch and channel'):
+        nd.pad(x, mode='constant', pad_width=(0, 1, 0, 0, 1, 1, 1, 1))
+    with pytest.raises(ValueError, match='4-D or 5-D'):
+        nd.pad(nd.ones((2, 3, 4)), mode='edge', pad_width=(0, 0, 0, 0, 1, 1))
+    with pytest.raises(ValueError, match='needs 8 numbers'):
+        nd.pad(x, mode='edge', pad_width=(0, 0, 0, 0, 1, 1))
+    with pytest.raises(ValueError, match='smaller than its size'):
+        nd.pad(x, mode='reflect', pad_width=(0, 0, 0, 0, 3, 0, 0, 0))
+    with pytest.raises(ValueError, match="mode='wrap'"):
+        nd.pad(x, mode='wrap', pad_width=(0, 0, 0, 0, 1, 1, 1, 1))
+    assert nd.Pad is nd.pad
+
+
+# --- InstanceNorm, GroupNorm -------------------------------------------------------------
+@needs_torch
+def test_instance_norm_matches_torch():
+    x, g, b = rnd(2, 3, 4, 5), rnd(3, seed=1), rnd(3, seed=2)
+    head = rnd(2, 3, 4, 5, seed=3)
+    y, grads = grads_of(lambda x, g, b: nd.InstanceNorm(x, g, b, eps=1e-5), x, g, b,
+                        head=head)
+    ty, tgrads = torch_grads(lambda x, g, b: tF.instance_norm(x, weight=g, bias=b,
+                                                               eps=1e-5), x, g, b,
+                             head=head)
+    close(y, ty)
+    for a, t in zip(grads, tgrads):
+        close(a, t)
+
+
+@needs_torch
+def test_group_norm_has_one_gamma_per_group_as_mxnet_1x():
+    x, g, b = rnd(2, 6, 3, 2), rnd(3, seed=1), rnd(3, seed=2)
+    head = rnd(2, 6, 3, 2, seed=3)
+    y, grads = grads_of(lambda x, g, b: nd.GroupNorm(x, g, b, num_groups=3), x, g, b,
+                        head=head)
+    # torch has one gamma per channel: repeat ours over each group's channels
+    ty, (tdx, tdg, tdb) = torch_grads(
+        lambda x, g, b: tF.group_norm(x, 3, g.repeat_interleave(2),
+                                      b.repeat_interleave(2), eps=1e-5),
+        x, g, b, head=head)
+    close(y, ty)
+    close(grads[0], tdx)
+    close(grads[1], tdg)
+    close(grads[2], tdb)
+
+
+def test_group_norm_mxnet_docstring_example_and_errors():
+    x = nd.arange(24).reshape((2, 3, 4))
+    y = nd.GroupNorm(x, nd.ones(1), nd.zeros(1))
+    close(y.asnumpy()[0, 0], [-1.5932543, -1.3035717, -1.0138891, -0.7242065], 1e-5)
+    res, mean, std = nd.GroupNorm(x, nd.ones(1), nd.zeros(1), output_mean_var=True)
+    close(mean.asnumpy(), [[5.5], [17.5]])
+    close(std.asnumpy(), np.sqrt(np.var(np.arange(12)) + 1e-5) * np.ones((2, 1)), 1e-5)
+    with pytest.raises(ValueError, match='not divisible by num_groups=2'):
+        nd.GroupNorm(x, nd.ones(2), nd.zeros(2), num_groups=2)
+    with pytest.raises(ValueError, match=r'gamma shape \(3,\) != \(1,\)'):
+        nd.GroupNorm(x, nd.ones(3), nd.zeros(1))
