@@ -150,17 +150,33 @@ class _Geom:
         self.M = self.OH * self.OW * self.N
 
 
+_LAYOUTS = {3: ('NCW', 'NWC'), 4: ('NCHW', 'NHWC'), 5: ('NCDHW', 'NDHWC')}
+
+
 def _spatial(name, data, layout):
-    if layout not in (None, 'NCW', 'NCHW'):
-        raise ValueError(f"{name}: layout={layout!r} is not supported; d2lmini "
-                         f"computes in NCW/NCHW (transpose your data)")
-    if data.ndim not in (3, 4):
-        if data.ndim == 5:
-            raise NotImplementedError(f'{name}: 3-D (NCDHW) is not implemented; '
-                                      f'1-D (NCW) and 2-D (NCHW) are')
-        raise ValueError(f'{name}: data must be 3-D (N, C, W) or 4-D (N, C, H, W), '
-                         f'got shape {data.shape}')
-    return data.ndim - 2
+    """``(n, channels_last)``: the number of spatial axes of ``data`` (1, 2
+    or 3) and whether ``layout`` puts the channels last (NWC, NHWC, NDHWC).
+
+    The ops compute channels-first; a channels-last input is transposed in
+    and out by the front end (so its gradient flows through the transposes).
+    """
+    if data.ndim not in _LAYOUTS:
+        raise ValueError(f'{name}: data must be 3-D (N, C, W), 4-D (N, C, H, W) or '
+                         f'5-D (N, C, D, H, W), got shape {data.shape}')
+    if layout is not None and layout not in _LAYOUTS[data.ndim]:
+        raise ValueError(f'{name}: layout={layout!r} does not fit {data.ndim}-D data '
+                         f'of shape {data.shape}; use one of {_LAYOUTS[data.ndim]}')
+    return data.ndim - 2, layout is not None and layout[-1] == 'C'
+
+
+def _channels_first(a):
+    """``(N, ..., C)`` -> ``(N, C, ...)`` (a transposed view, recorded)."""
+    return a.transpose((0, a.ndim - 1) + tuple(range(1, a.ndim - 1)))
+
+
+def _channels_last(a):
+    """``(N, C, ...)`` -> ``(N, ..., C)``."""
+    return a.transpose((0,) + tuple(range(2, a.ndim)) + (1,))
 
 
 def _lift(data):

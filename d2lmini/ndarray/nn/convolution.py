@@ -45,8 +45,9 @@ import numpy as np
 from ..ndarray import invoke
 from ..layout import chwn as _chwn, copyto as _copyto, transpose_into as _transpose_into
 from ..registry import OPS, Case, Op, register
-from ._common import (_Geom, _as_strided, _check_kwargs, _float_dtype, _lift, _matmul,
-                      _needs_grad, _result, _spatial, _tap, _tuple, _ws, _xp)
+from ._common import (_Geom, _as_strided, _channels_first, _channels_last, _check_kwargs,
+                      _float_dtype, _lift, _matmul, _needs_grad, _result, _spatial,
+                      _tap, _tuple, _ws, _xp)
 from .activation import _ACTIVATIONS
 
 __all__ = ['Convolution']
@@ -483,7 +484,9 @@ _CONV_IGNORED = ('workspace', 'cudnn_tune', 'cudnn_off')
 def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None,
                 pad=None, num_filter=None, num_group=1, no_bias=False, layout=None,
                 out=None, name=None, **kwargs):
-    """N-D convolution (1-D on ``(N, C, W)``, 2-D on ``(N, C, H, W)``).
+    """N-D convolution: 1-D on ``(N, C, W)``, 2-D on ``(N, C, H, W)``, 3-D on
+    ``(N, C, D, H, W)``; or channels last with ``layout='NWC'``, ``'NHWC'``,
+    ``'NDHWC'`` (the weight then is ``(num_filter, *kernel, C/num_group)``).
 
     ``kernel``, ``stride``, ``dilate``, ``pad`` take ints or tuples;
     ``bias`` is used unless ``no_bias`` (or it is None).
@@ -508,27 +511,85 @@ def _conv_act(data, weight, bias=None, act_type='relu', kernel=None, stride=None
                         act_type=act_type)
 
 
+def _conv_attrs(name, n, kernel, stride, dilate, pad):
+    return {'kernel': _tuple(name, 'kernel', kernel, n),
+            'stride': _tuple(name, 'stride', 1 if stride is None else stride, n),
+            'dilate': _tuple(name, 'dilate', 1 if dilate is None else dilate, n),
+            'pad': _tuple(name, 'pad', 0 if pad is None else pad, n)}
+
+
+def _lift_attrs(attrs):
+    """1-D attributes as those of a 2-D op of height 1."""
+    return {k: ((0,) if k in ('pad', 'adj') else (1,)) + v if isinstance(v, tuple)
+            else v for k, v in attrs.items()}
+
+
 def _convolution(op, data, weight, bias, kernel, stride, dilate, pad, num_filter,
                  num_group, no_bias, layout, **extra):
     if kernel is None or num_filter is None:
         raise TypeError("Convolution() needs the keywords 'kernel' and 'num_filter'")
-    n = _spatial('Convolution', data, layout)
+    n, last = _spatial('Convolution', data, layout)
+    if last:
+        res = _convolution(op, _channels_first(data), _channels_first(weight), bias,
+                           kernel, stride, dilate, pad, num_filter, num_group,
+                           no_bias, None, **extra)
+        return _channels_last(res)
     if op != 'Convolution' and n != 2:
         raise ValueError(f"operator '{op}': 2-D only, got data shape {data.shape}")
-    attrs = {'kernel': _tuple('Convolution', 'kernel', kernel, n),
-             'stride': _tuple('Convolution', 'stride', 1 if stride is None else stride, n),
-             'dilate': _tuple('Convolution', 'dilate', 1 if dilate is None else dilate, n),
-             'pad': _tuple('Convolution', 'pad', 0 if pad is None else pad, n),
-             'num_filter': int(num_filter), 'num_group': int(num_group)}
+    if weight.ndim != n + 2:
+        raise ValueError(f"operator 'Convolution': {n}-D weight must be {n + 2}-D "
+                         f"(num_filter, C/num_group, *kernel), got shape {weight.shape}")
+    attrs = dict(_conv_attrs('Convolution', n, kernel, stride, dilate, pad),
+                 num_filter=int(num_filter), num_group=int(num_group))
+    bias = None if no_bias else bias
+    if n == 3:
+        return _conv3d(data, weight, bias, attrs)
     if n == 1:
-        attrs.update({k: (1,) + v if k != 'pad' else (0,) + v
-                      for k, v in attrs.items() if isinstance(v, tuple)})
-        if weight.ndim != 3:
-            raise ValueError(f"operator 'Convolution': 1-D weight must be 3-D "
-                             f"(num_filter, C/num_group, K), got shape {weight.shape}")
+        attrs = _lift_attrs(attrs)
         data, weight = _lift(data), _lift(weight)
-    args = (data, weight) if no_bias or bias is None else (data, weight, bias)
+    args = (data, weight) if bias is None else (data, weight, bias)
     res = invoke(OPS[op], args, dict(attrs, **extra))
     if n == 1:
         res = res.reshape((res.shape[0], res.shape[1], res.shape[3]))
     return res
+
+
+def _conv3d(data, weight, bias, attrs):
+    """A 3-D convolution as a sum of 2-D ones, one per depth tap of the kernel.
+
+    Output depth ``o`` is ``sum_t conv2d(x[:, :, o*sd + t*dd], w[:, :, t])``:
+    for each tap ``t`` the input depths it meets are one strided slice,
+    folded into the batch, so each tap is ONE 2-D convolution (the fast
+    im2col path above).  Built of recorded ops (pad, slice, transpose,
+    Convolution, add), so every gradient, of any order, comes with it.
+    """
+    from .pad import pad as _pad
+    (kd, kh, kw), (sd, sh, sw) = attrs['kernel'], attrs['stride']
+    (dd, dh, dw), (pd, ph, pw) = attrs['dilate'], attrs['pad']
+    f, g = attrs['num_filter'], attrs['num_group']
+    n, c, d, h, w = data.shape
+    expect = (f, c // g, kd, kh, kw)
+    if c % g or f % g or tuple(weight.shape) != expect:
+        raise ValueError(f"operator 'Convolution': weight shape {weight.shape} does not "
+                         f"match data shape {data.shape} with kernel={attrs['kernel']}, "
+                         f"num_filter={f}, num_group={g}: expected {expect}")
+    od = (d + 2 * pd - dd * (kd - 1) - 1) // sd + 1
+    if od < 1 or min(attrs['stride'] + attrs['dilate']) < 1:
+        raise ValueError(f"operator 'Convolution': kernel {attrs['kernel']} (dilate "
+                         f"{attrs['dilate']}, stride {attrs['stride']}) does not fit "
+                         f"data shape {data.shape} with pad {attrs['pad']}")
+    if pd:
+        data = _pad(data, mode='constant', pad_width=(0, 0, 0, 0, pd, pd, 0, 0, 0, 0))
+    plane = {'kernel': (kh, kw), 'stride': (sh, sw), 'dilate': (dh, dw),
+             'pad': (ph, pw), 'num_filter': f, 'num_group': g}
+    out = None
+    for t in range(kd):
+        start = t * dd
+        xs = data[:, :, start:start + sd * (od - 1) + 1:sd]
+        xs = xs.transpose((0, 2, 1, 3, 4)).reshape((n * od, c, h, w))
+        y = invoke(OPS['Convolution'], (xs, weight[:, :, t]), plane)
+        out = y if out is None else out + y
+    out = out.reshape((n, od) + out.shape[1:]).transpose((0, 2, 1, 3, 4))
+    if bias is not None:
+        out = out + bias.reshape((1, f, 1, 1, 1))
+    return out

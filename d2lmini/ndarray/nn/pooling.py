@@ -6,8 +6,8 @@ import numpy as np
 from ..ndarray import invoke
 from ..layout import as_layout as _as_layout, empty_as as _empty_as
 from ..registry import OPS, Case, Op, register
-from ._common import (_Geom, _check_kwargs, _float_dtype, _lift, _result, _spatial,
-                      _tap, _tuple, _xp)
+from ._common import (_Geom, _channels_first, _channels_last, _check_kwargs,
+                      _float_dtype, _lift, _result, _spatial, _tap, _tuple, _xp)
 
 __all__ = ['Pooling']
 
@@ -211,13 +211,15 @@ class PoolBackward(Op):
 def Pooling(data, kernel=None, pool_type='max', global_pool=False, stride=None,
             pad=None, pooling_convention='valid', count_include_pad=True, layout=None,
             out=None, name=None, **kwargs):
-    """Max/avg/sum pooling (MXNet defaults: ``stride=1``, ``pad=0``, 'valid').
+    """Max/avg/sum pooling over 1, 2 or 3 spatial axes (MXNet defaults:
+    ``stride=1``, ``pad=0``, 'valid'); channels first (NCW, NCHW, NCDHW) or,
+    with ``layout=``, last (NWC, NHWC, NDHWC).
 
     >>> nd.Pooling(nd.ones((1, 1, 4, 4)), kernel=2, stride=2).shape
     (1, 1, 2, 2)
     """
     _check_kwargs(Pooling, kwargs, ('cudnn_off', 'p_value'))
-    n = _spatial('Pooling', data, layout)
+    n, last = _spatial('Pooling', data, layout)
     if kernel is None and not global_pool:
         raise TypeError("Pooling() needs 'kernel' (or global_pool=True)")
     attrs = {'kernel': None if kernel is None else _tuple('Pooling', 'kernel', kernel, n),
@@ -226,12 +228,39 @@ def Pooling(data, kernel=None, pool_type='max', global_pool=False, stride=None,
              'pad': _tuple('Pooling', 'pad', 0 if pad is None else pad, n),
              'pooling_convention': pooling_convention,
              'count_include_pad': bool(count_include_pad)}
-    if n == 1:
+    if last:
+        data = _channels_first(data)
+    if n == 3:
+        res = _pool3d(data, attrs)
+    elif n == 1:
         for k in ('kernel', 'stride', 'pad'):
             if attrs[k] is not None:
                 attrs[k] = ((0,) if k == 'pad' else (1,)) + attrs[k]
-        data = _lift(data)
-    res = invoke(OPS['Pooling'], (data,), attrs)
-    if n == 1:
+        res = invoke(OPS['Pooling'], (_lift(data),), attrs)
         res = res.reshape((res.shape[0], res.shape[1], res.shape[3]))
-    return _result(res, out)
+    else:
+        res = invoke(OPS['Pooling'], (data,), attrs)
+    return _result(_channels_last(res) if last else res, out)
+
+
+def _pool3d(data, attrs):
+    """3-D pooling as two 2-D ones: over (H, W) with the depth folded into the
+    channels, then over D with a ``(KD, 1)`` window.
+
+    Exact for every pool type: a max over a box is the max over D of the
+    maxima over (H, W); the window sizes that divide an average (with or
+    without the padding) are products of one size per axis.  Max gradients
+    go to the first maximum in (d, h, w) order, as MXNet's.
+    """
+    n, c, d, h, w = data.shape
+    if attrs['global_pool']:
+        res = invoke(OPS['Pooling'], (data.reshape((n, c, d, h * w)),), attrs)
+        return res.reshape((n, c, 1, 1, 1))
+    (kd, kh, kw), (sd, sh, sw), (pd, ph, pw) = (attrs[k] for k in ('kernel', 'stride',
+                                                                    'pad'))
+    y = invoke(OPS['Pooling'], (data.reshape((n, c * d, h, w)),),
+               dict(attrs, kernel=(kh, kw), stride=(sh, sw), pad=(ph, pw)))
+    oh, ow = y.shape[2:]
+    y = invoke(OPS['Pooling'], (y.reshape((n, c, d, oh * ow)),),
+               dict(attrs, kernel=(kd, 1), stride=(sd, 1), pad=(pd, 0)))
+    return y.reshape((n, c, y.shape[2], oh, ow))
