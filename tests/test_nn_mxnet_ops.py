@@ -183,3 +183,134 @@ def test_group_norm_mxnet_docstring_example_and_errors():
         nd.GroupNorm(x, nd.ones(2), nd.zeros(2), num_groups=2)
     with pytest.raises(ValueError, match=r'gamma shape \(3,\) != \(1,\)'):
         nd.GroupNorm(x, nd.ones(3), nd.zeros(1))
+
+
+# --- 3-D convolution, Deconvolution, channels-last layouts ---------------------------------
+def _check_against_torch(ours, theirs, arrays, head_seed=9):
+    y, grads = grads_of(ours, *arrays)
+    head = rnd(*y.shape, seed=head_seed)
+    y, grads = grads_of(ours, *arrays, head=head)
+    ty, tgrads = torch_grads(theirs, *arrays, head=head)
+    close(y, ty, 1e-10, 1e-10)
+    for a, t in zip(grads, tgrads):
+        close(a, t, 1e-10, 1e-10)
+
+
+@needs_torch
+def test_convolution_3d_matches_torch():
+    x, w, b = rnd(2, 4, 6, 7, 5), rnd(6, 2, 3, 2, 3, seed=1), rnd(6, seed=2)
+    _check_against_torch(
+        lambda x, w, b: nd.Convolution(x, w, b, kernel=(3, 2, 3), stride=(2, 1, 2),
+                                       dilate=(1, 2, 1), pad=(1, 1, 0), num_filter=6,
+                                       num_group=2),
+        lambda x, w, b: tF.conv3d(x, w, b, stride=(2, 1, 2), padding=(1, 1, 0),
+                                  dilation=(1, 2, 1), groups=2), [x, w, b])
+
+
+DECONVS = [  # (data, weight, bias?, our keywords, torch keywords)
+    (1, (2, 4, 5), (4, 3, 3), True, dict(kernel=3, stride=2, pad=1, adj=1, num_filter=3),
+     dict(stride=2, padding=1, output_padding=1)),
+    (2, (2, 4, 5, 6), (4, 3, 3, 2), True,
+     dict(kernel=(3, 2), stride=(2, 3), pad=(1, 0), adj=(1, 2), num_group=2, num_filter=6),
+     dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2)),
+    (2, (2, 4, 5, 6), (4, 3, 3, 2), False,
+     dict(kernel=(3, 2), stride=2, dilate=(2, 1), pad=(2, 1), num_filter=3),
+     dict(stride=2, padding=(2, 1), dilation=(2, 1))),
+    (3, (2, 4, 3, 4, 5), (4, 3, 3, 2, 2), True,
+     dict(kernel=(3, 2, 2), stride=(2, 2, 1), dilate=(2, 1, 1), pad=(1, 1, 0),
+          adj=(1, 0, 0), num_group=2, num_filter=6),
+     dict(stride=(2, 2, 1), padding=(1, 1, 0), dilation=(2, 1, 1),
+          output_padding=(1, 0, 0), groups=2)),
+    (3, (1, 2, 2, 3, 3), (2, 2, 2, 2, 2), False, dict(kernel=2, stride=3, adj=2, num_filter=2),
+     dict(stride=3, output_padding=2)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize('n,xs,ws,bias,kw,tkw', DECONVS)
+def test_deconvolution_matches_torch_conv_transpose(n, xs, ws, bias, kw, tkw):
+    arrays = [rnd(*xs), rnd(*ws, seed=1)] + ([rnd(ws[1] * kw.get('num_group', 1), seed=2)]
+                                             if bias else [])
+    tf = {1: tF.conv_transpose1d, 2: tF.conv_transpose2d, 3: tF.conv_transpose3d}[n]
+    _check_against_torch(lambda *a: nd.Deconvolution(*a, no_bias=not bias, **kw),
+                         lambda *a: tf(*a, **tkw), arrays)
+
+
+def test_deconvolution_follows_mxnet_arguments():
+    x, w = nd.ones((1, 2, 3, 3)), nd.ones((2, 4, 3, 3))
+    # target_shape sets pad and adj (MXNet's InferPad)
+    assert nd.Deconvolution(x, w, kernel=3, stride=2, target_shape=(6, 6),
+                            num_filter=4).shape == (1, 4, 6, 6)
+    assert nd.Deconvolution(x, w, kernel=3, stride=2, target_shape=(5, 7),
+                            num_filter=4).shape == (1, 4, 5, 7)
+    with pytest.raises(ValueError, match='target_shape'):
+        nd.Deconvolution(x, w, kernel=3, stride=2, target_shape=(8, 8), num_filter=4)
+    with pytest.raises(ValueError, match='smaller than stride'):
+        nd.Deconvolution(x, w, kernel=3, stride=2, adj=2, num_filter=4)
+    # no_bias defaults to True, as in MXNet: a given bias is ignored
+    y = nd.Deconvolution(x, w, nd.ones(4), kernel=3, num_filter=4)
+    close(y.asnumpy(), nd.Deconvolution(x, w, kernel=3, num_filter=4).asnumpy())
+    with pytest.raises(ValueError, match='num_filter=5'):
+        nd.Deconvolution(x, w, kernel=3, num_filter=5)
+
+
+@pytest.mark.parametrize('shape,layout', [((2, 7, 3), 'NWC'), ((2, 7, 6, 3), 'NHWC'),
+                                          ((2, 5, 6, 4, 3), 'NDHWC')])
+def test_channels_last_layouts_equal_transposed_channels_first(shape, layout):
+    n = len(shape) - 2
+    x = rnd(*shape)
+    first = np.moveaxis(x, -1, 1)
+    w = rnd(*((4, 3) + (2,) * n), seed=1)
+    wl = np.moveaxis(w, 1, -1)
+    conv = dict(kernel=(2,) * n, num_filter=4, no_bias=True)
+    close(np.moveaxis(nd.Convolution(nd.array(x, dtype=x.dtype), nd.array(wl, dtype=x.dtype),
+                                     layout=layout, **conv).asnumpy(), -1, 1),
+          nd.Convolution(nd.array(first, dtype=x.dtype), nd.array(w, dtype=x.dtype),
+                         **conv).asnumpy())
+    wd = rnd(*((3, 4) + (2,) * n), seed=2)
+    close(np.moveaxis(nd.Deconvolution(nd.array(x, dtype=x.dtype),
+                                       nd.array(np.moveaxis(wd, 1, -1), dtype=x.dtype),
+                                       layout=layout, kernel=(2,) * n, stride=2,
+                                       num_filter=4).asnumpy(), -1, 1),
+          nd.Deconvolution(nd.array(first, dtype=x.dtype), nd.array(wd, dtype=x.dtype),
+                           kernel=(2,) * n, stride=2, num_filter=4).asnumpy())
+    for pool in [dict(kernel=(2,) * n, stride=(2,) * n, pool_type='max'),
+                 dict(kernel=(3,) * n, pad=(1,) * n, pool_type='avg',
+                      count_include_pad=False),
+                 dict(global_pool=True, pool_type='avg')]:
+        close(np.moveaxis(nd.Pooling(nd.array(x, dtype=x.dtype), layout=layout,
+                                     **pool).asnumpy(), -1, 1),
+              nd.Pooling(nd.array(first, dtype=x.dtype), **pool).asnumpy())
+    with pytest.raises(ValueError, match='does not fit'):
+        nd.Pooling(nd.array(x), kernel=(2,) * n, layout='NCHW' if n != 2 else 'NCW')
+
+
+POOL3D = [(dict(kernel=(3, 2, 3), stride=(2, 2, 1), pad=(1, 1, 0)),
+           lambda t: tF.max_pool3d(t, (3, 2, 3), (2, 2, 1), (1, 1, 0))),
+          (dict(kernel=(3, 2, 3), stride=(2, 2, 1), pad=(1, 1, 1), pool_type='avg'),
+           lambda t: tF.avg_pool3d(t, (3, 2, 3), (2, 2, 1), (1, 1, 1))),
+          (dict(kernel=(3, 2, 3), stride=(2, 2, 1), pad=(1, 1, 1), pool_type='avg',
+                count_include_pad=False),
+           lambda t: tF.avg_pool3d(t, (3, 2, 3), (2, 2, 1), (1, 1, 1),
+                                   count_include_pad=False)),
+          (dict(kernel=3, stride=2, pad=1, pooling_convention='full'),
+           lambda t: tF.max_pool3d(t, 3, 2, 1, ceil_mode=True))]
+
+
+@needs_torch
+@pytest.mark.parametrize('kw,tf', POOL3D)
+def test_pooling_3d_matches_torch(kw, tf):
+    x = np.random.default_rng(0).permutation(2 * 3 * 7 * 6 * 8).reshape(
+        2, 3, 7, 6, 8).astype(np.float64)            # no ties: one max per window
+    _check_against_torch(lambda a: nd.Pooling(a, **kw), tf, [x])
+
+
+def test_max_pooling_3d_gradient_goes_to_the_first_maximum():
+    x = nd.ones((1, 1, 2, 2, 2))
+    x.attach_grad()
+    with autograd.record():
+        y = nd.Pooling(x, kernel=(2, 2, 2), pool_type='max')
+    y.backward()
+    expect = np.zeros((1, 1, 2, 2, 2))
+    expect[0, 0, 0, 0, 0] = 1
+    np.testing.assert_array_equal(x.grad.asnumpy(), expect)
