@@ -148,3 +148,31 @@ def test_channels_last_layers_equal_the_channels_first_ones(n, layout):
         np.testing.assert_allclose(np.moveaxis(y, -1, 1),
                                    pfirst(nd.array(first)).asnumpy(), rtol=1e-6)
         assert dx.shape == x.shape
+
+
+def test_ctc_loss_layouts_and_lengths():
+    from d2lmini import gluon
+    lab = np.array([[1, 0, -1, -1], [2, 1, 1, -1]], np.float32)
+    expect = [18.82820702, 16.50581741]
+    ntc = gluon.loss.CTCLoss()
+    np.testing.assert_allclose(ntc(nd.ones((2, 20, 4)), nd.array(lab)).asnumpy(), expect,
+                               rtol=1e-6)
+    tnc = gluon.loss.CTCLoss(layout='TNC', label_layout='TN')
+    np.testing.assert_allclose(tnc(nd.ones((20, 2, 4)), nd.array(lab.T)).asnumpy(), expect,
+                               rtol=1e-6)
+    # lengths: 20 of 25 steps, 2 and 3 labels (the rest is never read)
+    got = ntc(nd.ones((2, 25, 4)), nd.array([[2, 1, 3, 3], [3, 2, 2, 3]]),
+              nd.array([20, 20]), nd.array([2, 3]))
+    np.testing.assert_allclose(got.asnumpy(), expect, rtol=1e-6)
+    weighted = gluon.loss.CTCLoss(weight=0.5)(nd.ones((2, 20, 4)), nd.array(lab))
+    np.testing.assert_allclose(weighted.asnumpy(), np.array(expect) / 2, rtol=1e-6)
+    # it trains: the gradient reaches the scores
+    x = nd.array(rnd(2, 20, 4))
+    x.attach_grad()
+    with autograd.record():
+        loss = ntc(x, nd.array(lab))
+    loss.backward()
+    g = x.grad.asnumpy()
+    np.testing.assert_allclose(g.sum(axis=2), 0, atol=1e-5)  # softmax - occupancy
+    with pytest.raises(ValueError, match="layout must be 'NTC' or 'TNC'"):
+        gluon.loss.CTCLoss(layout='NCT')

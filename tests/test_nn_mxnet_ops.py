@@ -314,3 +314,55 @@ def test_max_pooling_3d_gradient_goes_to_the_first_maximum():
     expect = np.zeros((1, 1, 2, 2, 2))
     expect[0, 0, 0, 0, 0] = 1
     np.testing.assert_array_equal(x.grad.asnumpy(), expect)
+
+
+# --- CTCLoss ------------------------------------------------------------------------------
+CTC_LABELS = np.array([[1, 2, 2, 0], [3, 1, 4, 2], [4, 0, 0, 0]])   # blank 0 pads
+
+
+@needs_torch
+@pytest.mark.parametrize('use_data_lengths', [False, True])
+@pytest.mark.parametrize('use_label_lengths', [False, True])
+@pytest.mark.parametrize('blank_label', ['first', 'last'])
+def test_ctc_loss_matches_torch(use_data_lengths, use_label_lengths, blank_label):
+    t, n, a = 12, 3, 5
+    x = rnd(t, n, a)
+    dl, ll = np.array([12, 9, 5]), np.array([3, 4, 1])
+    lab = CTC_LABELS.copy()
+    if blank_label == 'last':            # symbols 0..A-2, blank A-1, padding -1
+        lab = np.where(np.arange(4) < ll[:, None], lab - 1, -1)
+    if use_label_lengths:                # padding is then never read
+        lab = np.where(np.arange(4) < ll[:, None], lab, 2)
+    head = rnd(n, seed=1)
+    y, (dx,) = grads_of(
+        lambda x: nd.CTCLoss(x, nd.array(lab), nd.array(dl), nd.array(ll),
+                             use_data_lengths=use_data_lengths,
+                             use_label_lengths=use_label_lengths,
+                             blank_label=blank_label), x, head=head)
+    blank = 0 if blank_label == 'first' else a - 1
+    tlen = torch.tensor(dl if use_data_lengths else [t] * n)
+    ty, (tdx,) = torch_grads(
+        lambda x: tF.ctc_loss(x.log_softmax(2), torch.tensor(np.maximum(lab, 0)), tlen,
+                              torch.tensor(ll), blank=blank, reduction='none'),
+        x, head=head)
+    close(y, ty, 1e-10, 1e-10)
+    close(dx, tdx, 1e-10, 1e-10)
+    if use_data_lengths:                 # no gradient past a sample's length
+        assert not dx[9:, 1].any() and not dx[5:, 2].any()
+
+
+def test_ctc_loss_values_and_errors():
+    # MXNet's values: uniform scores, 20 steps, alphabet 4 (blank last)
+    lab = nd.array([[1, 0, -1, -1], [2, 1, 1, -1]])
+    close(nd.ctc_loss(nd.ones((20, 2, 4)), lab, blank_label='last').asnumpy(),
+          [18.82820702, 16.50581741], 1e-6)
+    # an impossible alignment (3 symbols, 2 steps) has probability 0
+    assert np.isinf(nd.CTCLoss(nd.zeros((2, 1, 3)), nd.array([[1, 2, 1]])).asnumpy()[0])
+    with pytest.raises(ValueError, match='needs data_lengths'):
+        nd.CTCLoss(nd.ones((3, 1, 2)), nd.array([[1]]), use_data_lengths=True)
+    with pytest.raises(ValueError, match=r'needs data \(T, N, A\) and label \(N, L\)'):
+        nd.CTCLoss(nd.ones((3, 2, 2)), nd.array([[1]]))
+    with pytest.raises(ValueError, match="blank_label='middle'"):
+        nd.CTCLoss(nd.ones((3, 1, 2)), nd.array([[1]]), blank_label='middle')
+    with pytest.raises(Exception, match=r'label values must lie in \[0, 2\)'):
+        nd.CTCLoss(nd.ones((3, 1, 2)), nd.array([[5]])).asnumpy()

@@ -4,7 +4,7 @@
 ``batch_norm``, ``normalization`` (instance and group norm), ``pad`` and
 ``ctc_loss``.  Importing this package registers them all in the op table."""
 from . import activation, batch_norm, convolution, dropout, fully_connected, pooling
-from . import deconvolution, normalization, pad, softmax
+from . import ctc_loss, deconvolution, normalization, pad, softmax
 
-FAMILIES = (activation, batch_norm, convolution, deconvolution, dropout,
+FAMILIES = (activation, batch_norm, convolution, ctc_loss, deconvolution, dropout,
             fully_connected, normalization, pad, pooling, softmax)
