@@ -23,16 +23,45 @@ def _softsign(a):
 
 # act_type: (forward on raw arrays, backward g, x, y -> dx in NDArray ops)
 _ACTIVATIONS = {
-    # MXNet's relu_grad, on the output: 1 where y > 0, 0 where y == 0, and
-    # NaN where y is NaN (a NaN input must not get a silent zero gradient).
-    # relu's output is >= 0 or NaN, so that is exactly sign(y).
     'relu': (lambda a: _xp(a).maximum(a, 0),
-             lambda g, x, y: g * invoke(OPS['sign'], (y,))),
+             lambda g, x, y: invoke(OPS['_relu_backward'], (g, y))),
     'sigmoid': (_sigmoid, lambda g, x, y: g * y * (1 - y)),
     'tanh': (lambda a: _xp(a).tanh(a), lambda g, x, y: g * (1 - y * y)),
     'softrelu': (_softrelu, lambda g, x, y: g * invoke(OPS['sigmoid'], (x,))),
     'softsign': (_softsign, lambda g, x, y: g / invoke(OPS['square'], (1 + abs(x),))),
 }
+
+
+@register
+class ReluBackward(Op):
+    """``g * relu_grad(y)`` from relu's output ``y``: MXNet's rule, 1 where
+    ``y > 0``, 0 where ``y == 0`` and NaN where ``y`` is NaN, so a NaN input
+    never gets a silent zero gradient.  ``nd.relu``, ``Activation('relu')``
+    and the fused convolution + relu all use it.
+
+    Computed as ``g * (y > 0)`` (a 1-byte mask: the cheap pass LeNet's
+    backward needs), plus a NaN fix-up only when ``max(y)`` says there is one.
+    Linear in ``g``; its gradient is itself.
+    """
+    name = '_relu_backward'
+    cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 4)),
+                          lambda r: np.maximum(r.uniform(-1, 1, (3, 4)), 0)], grad=[0]),)
+
+    def infer(self, shapes, dtypes):
+        if tuple(shapes[0]) != tuple(shapes[1]):
+            raise ValueError(f"operator '{self.name}': gradient shape {shapes[0]} != "
+                             f"output shape {shapes[1]}")
+        return shapes[0], dtypes[0]
+
+    def forward(self, g, y):
+        xp = _xp(g)
+        r = g * (y > 0)
+        if y.size and xp.isnan(y.max()):          # NaN in max: some y is NaN
+            r = xp.where(xp.isnan(y), xp.asarray(np.nan, dtype=r.dtype), r)
+        return r.astype(g.dtype, copy=False)
+
+    def backward(self, gg, inputs, out):
+        return [invoke(OPS['_relu_backward'], (gg, inputs[1])), None]
 
 
 @register
