@@ -49,6 +49,7 @@ from ._common import (_Geom, _as_strided, _channels_first, _channels_last, _chec
                       _float_dtype, _lift, _matmul, _needs_grad, _result, _spatial,
                       _tap, _tuple, _ws, _xp)
 from .activation import _ACTIVATIONS
+from .pad import pad as _pad
 
 __all__ = ['Convolution']
 
@@ -563,7 +564,6 @@ def _conv3d(data, weight, bias, attrs):
     im2col path above).  Built of recorded ops (pad, slice, transpose,
     Convolution, add), so every gradient, of any order, comes with it.
     """
-    from .pad import pad as _pad
     (kd, kh, kw), (sd, sh, sw) = attrs['kernel'], attrs['stride']
     (dd, dh, dw), (pd, ph, pw) = attrs['dilate'], attrs['pad']
     f, g = attrs['num_filter'], attrs['num_group']

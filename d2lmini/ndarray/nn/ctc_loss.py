@@ -24,10 +24,10 @@ MXNet's rules for the arguments:
 """
 import numpy as np
 
+from ... import backend
 from ..ndarray import invoke
 from ..registry import OPS, Case, Op, register
 from ._common import _check_kwargs, _float_dtype, _result, _xp
-from ... import backend
 
 __all__ = ['CTCLoss', 'ctc_loss']
 

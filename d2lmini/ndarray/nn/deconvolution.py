@@ -16,12 +16,14 @@ with ``adj < stride``; a ``target_shape`` sets ``pad`` and ``adj`` instead
 ``adj = total % 2``, ``pad = (total + 1) // 2``).  ``no_bias`` defaults to
 True, as in MXNet.
 """
-from ..ndarray import invoke
+from ..ndarray import invoke, zeros_like
+from ..ops import concat
 from ..registry import OPS, Case, Op, register
 from ._common import (_channels_first, _channels_last, _check_kwargs, _float_dtype,
                       _lift, _needs_grad, _result, _spatial, _tuple)
 from .convolution import (_CONV_IGNORED, _check_out_grad, _conv_attrs, _conv_geom,
                           _conv_grads, _lift_attrs)
+from .pad import pad as _pad
 
 __all__ = ['Deconvolution']
 
@@ -167,9 +169,6 @@ def _deconv3d(data, weight, bias, attrs):
     ``sd`` apart (zeros between), shifted by ``t*dd`` and summed; the result
     is then cropped by ``pd`` (and grown by ``adj``).  All recorded ops.
     """
-    from ..ndarray import zeros_like
-    from ..ops import concat
-    from .pad import pad as _pad
     (kd, kh, kw), (sd, sh, sw) = attrs['kernel'], attrs['stride']
     (dd, dh, dw), (pd, ph, pw) = attrs['dilate'], attrs['pad']
     (ad, ah, aw), g = attrs['adj'], attrs['num_group']
