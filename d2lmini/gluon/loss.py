@@ -23,7 +23,8 @@ from .block import HybridBlock
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss',
            'SigmoidBCELoss', 'SoftmaxCrossEntropyLoss', 'SoftmaxCELoss',
            'KLDivLoss', 'HuberLoss', 'HingeLoss', 'SquaredHingeLoss', 'LogisticLoss',
-           'TripletLoss', 'PoissonNLLLoss', 'CosineEmbeddingLoss', 'SDMLLoss']
+           'TripletLoss', 'PoissonNLLLoss', 'CosineEmbeddingLoss', 'SDMLLoss',
+           'CTCLoss']
 
 
 def _reshape_like(x, y):
@@ -361,3 +362,43 @@ class SDMLLoss(Loss):
             (1 - gold) * self.smoothing_parameter / max(n - 1, 1)
         labels = F.array(labels, ctx=x1.context, dtype=x1.dtype)
         return self.kl_loss(F.log_softmax(-distances, axis=1), labels)
+
+
+class CTCLoss(Loss):
+    r"""Connectionist Temporal Classification loss (``F.CTCLoss``), for
+    unaligned sequences: speech, handwriting.
+
+    ``pred``: scores ``(N, T, C)`` for ``layout='NTC'`` (``(T, N, C)`` for
+    'TNC'), softmax applied inside; the LAST class ``C-1`` is the blank.
+    ``label``: ``(N, L)`` (``label_layout='NT'``, or ``(L, N)`` for 'TN'),
+    padded with ``-1`` unless ``label_lengths`` are given.  Optional
+    ``pred_lengths``/``label_lengths`` ``(N,)`` give each sample's lengths.
+    Returns one loss per sample, ``(N,)``.
+
+    >>> loss = gluon.loss.CTCLoss()
+    >>> loss(nd.ones((2, 20, 4)), nd.array([[1, 0, -1, -1], [2, 1, 1, -1]]))
+    <BLANKLINE>
+    [18.828205 16.505817]
+    <NDArray 2 @cpu(0)>
+    """
+
+    def __init__(self, layout='NTC', label_layout='NT', weight=None, **kwargs):
+        if layout not in ('NTC', 'TNC'):
+            raise ValueError(f"CTCLoss: layout must be 'NTC' or 'TNC', got {layout!r}")
+        if label_layout not in ('NT', 'TN'):
+            raise ValueError(f"CTCLoss: label_layout must be 'NT' or 'TN', got "
+                             f"{label_layout!r}")
+        self._layout, self._label_layout = layout, label_layout
+        super().__init__(weight, label_layout.find('N'), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None,
+                       sample_weight=None):
+        if self._layout == 'NTC':
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        loss = F.CTCLoss(pred, label, pred_lengths, label_lengths,
+                         use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None,
+                         blank_label='last')
+        return _apply_weighting(F, loss, self._weight, sample_weight)
