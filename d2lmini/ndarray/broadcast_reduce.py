@@ -8,7 +8,7 @@ import numpy as np
 
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, broadcast_shapes, norm_axis
-from .op_utils import _axis, _sum_to, _check_kwargs
+from .op_utils import _axis, _sum_to, _check_kwargs, _xp, into
 
 
 # === reductions =================================================================
@@ -124,16 +124,28 @@ class Prod(Reduce):
 
 @register
 class Norm(Reduce):
-    """The L2 norm over ``axis`` (all elements by default)."""
+    """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements
+    by default)."""
     name = 'norm'
-    cases = (Case((3, 4)), Case((3, 4), axis=1))
+    cases = (Case((3, 4)), Case((3, 4), axis=1), Case((3, 4), axis=1, ord=1),
+             Case((2, 3, 4), axis=(0, 2), ord=1, keepdims=True))
 
-    def forward(self, a, axis=None, keepdims=False):
-        r = np.sqrt((a * a).sum(axis=axis, keepdims=keepdims))
+    def infer(self, shapes, dtypes, axis=None, keepdims=False, ord=2):
+        if ord not in (1, 2):
+            raise ValueError(f"operator 'norm': ord must be 1 or 2, got {ord!r}")
+        return super().infer(shapes, dtypes, axis, keepdims)
+
+    def forward(self, a, axis=None, keepdims=False, ord=2):
+        if ord == 1:
+            r = _xp(a).abs(a).sum(axis=axis, keepdims=keepdims)
+        else:
+            r = _xp(a).sqrt((a * a).sum(axis=axis, keepdims=keepdims))
         return r if r.dtype == a.dtype else r.astype(a.dtype)
 
-    def backward(self, g, inputs, out, axis=None, keepdims=False):
+    def backward(self, g, inputs, out, axis=None, keepdims=False, ord=2):
         x = inputs[0]
+        if ord == 1:
+            return [invoke(OPS['sign'], (x,)) * self._expand(g, x, axis, keepdims)]
         return [x * self._expand(g / out, x, axis, keepdims)]
 
 
@@ -189,12 +201,16 @@ class BroadcastTo(Op):
 
 # === functional front ends ==========================================================
 def _reduce_fn(name):
-    def fn(data, axis=None, keepdims=False, exclude=False, **kwargs):
-        _check_kwargs(name, kwargs, ())
+    op = OPS[name]
+
+    def fn(data, axis=None, keepdims=False, exclude=False, out=None, name=None,
+           **kwargs):
+        _check_kwargs(op.name, kwargs, ())
         if exclude:
-            ax = norm_axis(name, axis, data.ndim)
+            ax = norm_axis(op.name, axis, data.ndim)
             axis = tuple(i for i in range(data.ndim) if i not in ax)
-        return invoke(OPS[name], (data,), {'axis': axis, 'keepdims': keepdims})
+        res = invoke(op, (data,), {'axis': axis, 'keepdims': keepdims})
+        return res if out is None else into(out, res, op.name)
     fn.__name__ = name
     fn.__doc__ = f'``{name}`` over ``axis`` (all axes by default).'
     return fn
@@ -205,15 +221,50 @@ for _name in ['sum', 'mean', 'max', 'min', 'prod', 'argmax', 'argmin']:
 sum_axis, max_axis, min_axis = sum, max, min    # noqa: A001 - MXNet names
 
 
-def norm(data, ord=2, axis=None, keepdims=False):
-    if ord != 2:
-        raise ValueError('only the L2 norm (ord=2) is supported')
-    return invoke(OPS['norm'], (data,), {'axis': axis, 'keepdims': keepdims})
+def norm(data, ord=2, axis=None, keepdims=False, out=None, name=None, **kwargs):
+    """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements
+    by default; MXNet's ``out_dtype`` is not supported)."""
+    _check_kwargs('norm', kwargs, ())
+    res = invoke(OPS['norm'], (data,), {'axis': axis, 'keepdims': keepdims,
+                                        'ord': ord})
+    return res if out is None else into(out, res, 'norm')
 
 
-def broadcast_to(data, shape):
-    return invoke(OPS['broadcast_to'], (data,), {'shape': tuple(shape)})
+def broadcast_to(data, shape, out=None, name=None):
+    """``data`` broadcast to ``shape`` (a 0 in ``shape`` keeps that axis)."""
+    return into(out, invoke(OPS['broadcast_to'], (data,), {'shape': tuple(shape)}),
+                'broadcast_to')
 
 
-def broadcast_like(lhs, rhs):
-    return broadcast_to(lhs, rhs.shape)
+def broadcast_like(lhs, rhs, lhs_axes=None, rhs_axes=None, out=None, name=None):
+    """``lhs`` broadcast to ``rhs``'s shape, or only ``lhs_axes`` of it to the
+    sizes of ``rhs``'s ``rhs_axes``."""
+    if lhs_axes is None and rhs_axes is None:
+        shape = rhs.shape
+    else:
+        la = (lhs_axes,) if isinstance(lhs_axes, int) else tuple(lhs_axes or ())
+        ra = (rhs_axes,) if isinstance(rhs_axes, int) else tuple(rhs_axes or ())
+        if len(la) != len(ra):
+            raise ValueError(f"operator 'broadcast_like': lhs_axes {lhs_axes} and "
+                             f"rhs_axes {rhs_axes} must have the same length")
+        shape = list(lhs.shape)
+        for a, b in zip(la, ra):
+            shape[_axis('broadcast_like', a, lhs.shape)] = \
+                rhs.shape[_axis('broadcast_like', b, rhs.shape)]
+    return broadcast_to(lhs, shape, out=out)
+
+
+def broadcast_axis(data, axis=(), size=(), out=None, name=None):
+    """Broadcast the size-1 axes ``axis`` of ``data`` to the sizes ``size``."""
+    axis = (axis,) if isinstance(axis, int) else tuple(axis)
+    size = (size,) if isinstance(size, int) else tuple(size)
+    if len(axis) != len(size):
+        raise ValueError(f"operator 'broadcast_axis': axis {axis} and size {size} "
+                         f"must have the same length")
+    shape = list(data.shape)
+    for a, n in zip(axis, size):
+        shape[_axis('broadcast_axis', a, data.shape)] = n
+    return broadcast_to(data, shape, out=out)
+
+
+broadcast_axes = broadcast_axis

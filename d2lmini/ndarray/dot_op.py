@@ -3,7 +3,7 @@ import numpy as np
 
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, result_dtype
-from .op_utils import _common_dtype, _check_kwargs
+from .op_utils import _common_dtype, _check_kwargs, into
 
 
 # === linear algebra ===========================================================================
@@ -90,15 +90,17 @@ class BatchDot(Op):
 
 
 # === functional front ends ==========================================================
-def dot(lhs, rhs, transpose_a=False, transpose_b=False, **kwargs):
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None, name=None, **kwargs):
     """Matrix product; N-D arrays contract ``lhs``'s last axis with ``rhs``'s first."""
     _check_kwargs('dot', kwargs, ('forward_stype',))
-    return invoke(OPS['dot'], (lhs, rhs), {'transpose_a': transpose_a,
-                                           'transpose_b': transpose_b})
+    return into(out, invoke(OPS['dot'], (lhs, rhs), {'transpose_a': transpose_a,
+                                                     'transpose_b': transpose_b}), 'dot')
 
 
-def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, **kwargs):
+def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None, name=None,
+              **kwargs):
     """Batched matrix product of (B, n, k) and (B, k, m) arrays."""
     _check_kwargs('batch_dot', kwargs, ('forward_stype',))
-    return invoke(OPS['batch_dot'], (lhs, rhs), {'transpose_a': transpose_a,
-                                                 'transpose_b': transpose_b})
+    return into(out, invoke(OPS['batch_dot'], (lhs, rhs),
+                            {'transpose_a': transpose_a, 'transpose_b': transpose_b}),
+                'batch_dot')

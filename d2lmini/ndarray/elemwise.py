@@ -4,11 +4,13 @@ MXNet keeps these in ``src/operator/tensor/elemwise_*``.  Each operator is
 one small class: ``infer`` (shape, dtype), ``forward`` on raw arrays,
 ``backward`` in NDArray operators, and ``cases`` for its gradient check.
 """
+import math
+
 import numpy as np
 
-from .ndarray import invoke, _binary, zeros_like
+from .ndarray import NDArray, invoke, _binary, zeros_like
 from .registry import OPS, Case, Op, register, broadcast_shapes, result_dtype
-from .op_utils import _sum_to
+from .op_utils import _sum_to, _check_kwargs, into
 from .. import backend
 from ..context import cpu
 
@@ -52,6 +54,14 @@ def _softrelu(a):
     return (np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))).astype(a.dtype, copy=False)
 
 
+def _erf(a):
+    # NumPy has no erf (and SciPy is not a dependency): math.erf per element.
+    xp = np if isinstance(a, np.ndarray) else backend.xp_of(a)
+    host = a if xp is np else xp.asnumpy(a)
+    r = np.vectorize(math.erf, otypes=[host.dtype])(host)
+    return r if xp is np else xp.asarray(r)
+
+
 #       name        forward          backward: g, x, y=f(x) -> dL/dx     input range
 _unary('negative',  np.negative,     lambda g, x, y: -g)
 _unary('exp',       np.exp,          lambda g, x, y: g * y)
@@ -72,7 +82,31 @@ _unary('rsqrt',     lambda a: 1 / np.sqrt(a),
                                      lambda g, x, y: -0.5 * g * y / x,      0.5, 2.0)
 _unary('log1p',     np.log1p,        lambda g, x, y: g / (1 + x),           0.0, 1.0)
 _unary('expm1',     np.expm1,        lambda g, x, y: g * (y + 1))
+_unary('tan',       np.tan,          lambda g, x, y: g * (1 + y * y))
+_unary('arcsin',    np.arcsin,       lambda g, x, y: g * rsqrt(1 - x * x),  -0.9, 0.9)
+_unary('arccos',    np.arccos,       lambda g, x, y: -g * rsqrt(1 - x * x), -0.9, 0.9)
+_unary('arctan',    np.arctan,       lambda g, x, y: g / (1 + x * x))
+_unary('sinh',      np.sinh,         lambda g, x, y: g * cosh(x))
+_unary('cosh',      np.cosh,         lambda g, x, y: g * sinh(x))
+_unary('arcsinh',   np.arcsinh,      lambda g, x, y: g * rsqrt(x * x + 1))
+_unary('arccosh',   np.arccosh,      lambda g, x, y: g * rsqrt(x * x - 1),  1.2, 3.0)
+_unary('arctanh',   np.arctanh,      lambda g, x, y: g / (1 - x * x),       -0.9, 0.9)
+_unary('log2',      np.log2,         lambda g, x, y: g / (x * float(np.log(2))), 0.2, 2.0)
+_unary('log10',     np.log10,        lambda g, x, y: g / (x * float(np.log(10))),
+       0.2, 2.0)
+_unary('cbrt',      np.cbrt,         lambda g, x, y: g / (3 * y * y),       0.2, 2.0)
+_unary('rcbrt',     lambda a: 1 / np.cbrt(a),
+                                     lambda g, x, y: -g * y / (3 * x),      0.5, 2.0)
+_unary('degrees',   np.degrees,      lambda g, x, y: g * float(180 / np.pi))
+_unary('radians',   np.radians,      lambda g, x, y: g * float(np.pi / 180))
+_unary('erf',       _erf,            lambda g, x, y:
+       g * float(2 / np.sqrt(np.pi)) * exp(-x * x))
+# Rounding has a zero gradient almost everywhere: MXNet records none.
 _unary('floor',     np.floor,        None, differentiable=False)
+_unary('trunc',     np.trunc,        None, differentiable=False)
+_unary('rint',      np.rint,         None, differentiable=False)
+_unary('fix',       np.fix,          None, differentiable=False)
+_unary('logical_not', lambda a: (a == 0).astype(a.dtype), None, differentiable=False)
 _unary('ceil',      np.ceil,         None, differentiable=False)
 _unary('round',     np.round,        None, differentiable=False)
 _unary('zeros_like_op', np.zeros_like, None, differentiable=False)
@@ -253,14 +287,12 @@ for _n, _f in [('_mod_scalar', np.mod), ('_rmod_scalar', lambda a, s: np.mod(s, 
 def _unary_fn(name):
     op = OPS[name]
 
-    def fn(data, out=None, **kwargs):
+    def fn(data, out=None, name=None, **kwargs):
         if kwargs:
-            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
+            raise TypeError(f"{op.name}() got unexpected keyword arguments "
+                            f"{sorted(kwargs)}")
         res = invoke(op, (data,))
-        if out is not None:              # MXNet's out=: write into an existing array
-            out[:] = res
-            return out
-        return res
+        return res if out is None else into(out, res, op.name)
     fn.__name__ = name
     fn.__doc__ = f'Elementwise ``{name}``; see the op table for its gradient.'
     return fn
@@ -268,50 +300,83 @@ def _unary_fn(name):
 
 for _name in ['negative', 'exp', 'log', 'sqrt', 'square', 'abs', 'sign', 'sigmoid',
               'tanh', 'relu', 'softrelu', 'sin', 'cos', 'reciprocal', 'rsqrt', 'log1p',
-              'expm1', 'floor', 'ceil', 'round']:
+              'expm1', 'floor', 'ceil', 'round', 'tan', 'arcsin', 'arccos', 'arctan',
+              'sinh', 'cosh', 'arcsinh', 'arccosh', 'arctanh', 'log2', 'log10',
+              'cbrt', 'rcbrt', 'degrees', 'radians', 'erf', 'trunc', 'rint', 'fix',
+              'logical_not']:
     globals()[_name] = _unary_fn(_name)
 
 
-def _binary_fn(name):
-    def fn(lhs, rhs):
-        return _binary(name, lhs, rhs)
-    fn.__name__ = name
-    fn.__doc__ = f'Elementwise ``{name}`` with broadcasting; either side may be a scalar.'
+def _binary_fn(opname, fname, same_shape=False):
+    def fn(lhs, rhs, out=None, name=None):
+        # MXNet's elemwise_* do not broadcast: their two inputs match exactly.
+        if same_shape and isinstance(lhs, NDArray) and isinstance(rhs, NDArray) \
+                and lhs.shape != rhs.shape:
+            raise ValueError(f"operator '{fname}': shapes {lhs.shape} and "
+                             f"{rhs.shape} differ; elemwise ops do not broadcast "
+                             f"(use broadcast_{fname[9:]} or the operators)")
+        res = _binary(opname, lhs, rhs)
+        return res if out is None else into(out, res, fname)
+    fn.__name__ = fname
+    fn.__doc__ = (f'Elementwise ``{opname}``' + ('' if same_shape else
+                  ' with broadcasting; either side may be a scalar') + '.')
     return fn
 
 
 for _name in ['add', 'subtract', 'multiply', 'divide', 'power', 'maximum', 'minimum',
               'mod', 'equal', 'not_equal', 'greater', 'greater_equal', 'lesser',
               'lesser_equal']:
-    globals()[_name] = _binary_fn(_name)
-broadcast_add, broadcast_sub, broadcast_mul, broadcast_div = add, subtract, multiply, divide
-broadcast_power, broadcast_maximum, broadcast_minimum = power, maximum, minimum
-broadcast_equal, broadcast_greater, broadcast_lesser = equal, greater, lesser
-elemwise_add, elemwise_sub, elemwise_mul, elemwise_div = add, subtract, multiply, divide
+    globals()[_name] = _binary_fn(_name, _name)
+# MXNet's names for the same operators (broadcast_plus is an old alias)
+for _alias, _name in [('add', 'add'), ('plus', 'add'), ('sub', 'subtract'),
+                      ('minus', 'subtract'), ('mul', 'multiply'), ('div', 'divide'),
+                      ('power', 'power'), ('maximum', 'maximum'),
+                      ('minimum', 'minimum'), ('mod', 'mod'), ('equal', 'equal'),
+                      ('not_equal', 'not_equal'), ('greater', 'greater'),
+                      ('greater_equal', 'greater_equal'), ('lesser', 'lesser'),
+                      ('lesser_equal', 'lesser_equal')]:
+    globals()['broadcast_' + _alias] = _binary_fn(_name, 'broadcast_' + _alias)
+for _alias, _name in [('add', 'add'), ('sub', 'subtract'), ('mul', 'multiply'),
+                      ('div', 'divide')]:
+    globals()['elemwise_' + _alias] = _binary_fn(_name, 'elemwise_' + _alias, True)
 subtract_ = subtract
 
 
-def hypot(a, b):
-    return invoke(OPS['hypot'], (a, b))
+def hypot(a, b, out=None, name=None):
+    return into(out, invoke(OPS['hypot'], (a, b)), 'hypot')
 
 
-def clip(data, a_min, a_max):
-    return invoke(OPS['clip'], (data,), {'a_min': a_min, 'a_max': a_max})
+broadcast_hypot = hypot
 
 
-def cast(data, dtype):
-    return data.astype(dtype)
+def clip(data, a_min, a_max, out=None, name=None):
+    """Values of ``data`` limited to ``[a_min, a_max]``."""
+    return into(out, invoke(OPS['clip'], (data,), {'a_min': a_min, 'a_max': a_max}),
+                'clip')
+
+
+def cast(data, dtype, out=None, name=None):
+    return into(out, data.astype(dtype), 'cast')
+
+
+Cast = cast
 
 
 def zeros_like_(data):
     return zeros_like(data)
 
 
-def add_n(*args):
-    out = args[0]
+def add_n(*args, out=None, name=None, **kwargs):
+    """The sum of all ``args`` (MXNet's ``ElementWiseSum``)."""
+    _check_kwargs('add_n', kwargs, ('num_args',))
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = tuple(args[0])
+    res = args[0]
     for a in args[1:]:
-        out = out + a
-    return out
+        res = res + a
+    if len(args) == 1:
+        res = res.copy()
+    return into(out, res, 'add_n')
 
 
 ElementWiseSum = add_n

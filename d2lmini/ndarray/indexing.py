@@ -7,7 +7,7 @@ import numpy as np
 
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register
-from .op_utils import _axis, _common_dtype
+from .op_utils import _axis, _common_dtype, into
 from .. import backend
 
 
@@ -205,20 +205,49 @@ class Where(Op):
 
 
 # === functional front ends ==========================================================
-def take(a, indices, axis=0, mode='clip'):
-    return invoke(OPS['take'], (a, indices), {'axis': axis, 'mode': mode})
+def take(a, indices, axis=0, mode='clip', out=None, name=None):
+    """Slices of ``a`` along ``axis`` at ``indices`` (``mode``: 'clip' or 'wrap')."""
+    return into(out, invoke(OPS['take'], (a, indices), {'axis': axis, 'mode': mode}),
+                'take')
 
 
-def pick(data, index, axis=-1, keepdims=False, mode='clip'):
-    return invoke(OPS['pick'], (data, index), {'axis': axis, 'keepdims': keepdims,
-                                               'mode': mode})
+def pick(data, index, axis=-1, keepdims=False, mode='clip', out=None, name=None):
+    """One element of ``data`` per position along ``axis``, chosen by ``index``."""
+    return into(out, invoke(OPS['pick'], (data, index),
+                            {'axis': axis, 'keepdims': keepdims, 'mode': mode}), 'pick')
 
 
-def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype='float32'):
-    return invoke(OPS['one_hot'], (indices,), {'depth': int(depth), 'on_value': on_value,
-                                               'off_value': off_value,
-                                               'dtype': np.dtype(dtype)})
+def choose_element_0index(lhs, rhs, out=None, name=None):
+    """MXNet's legacy name for ``pick(lhs, rhs, axis=1)`` on a 2-D ``lhs``."""
+    return pick(lhs, rhs, axis=1, out=out)
 
 
-def where(condition, x, y):
-    return invoke(OPS['where'], (condition, x, y))
+def fill_element_0index(lhs, mhs, rhs, out=None, name=None):
+    """A copy of 2-D ``lhs`` with ``lhs[i, rhs[i]] = mhs[i]`` for every row ``i``."""
+    if lhs.ndim != 2 or mhs.shape != (lhs.shape[0],) or rhs.shape != (lhs.shape[0],):
+        raise ValueError(f"operator 'fill_element_0index': needs a 2-D lhs and 1-D "
+                         f"mhs, rhs of its length, got {lhs.shape}, {mhs.shape}, "
+                         f"{rhs.shape}")
+    mask = one_hot(rhs, lhs.shape[1], dtype=lhs.dtype)
+    res = lhs * (1 - mask) + mask * mhs.astype(lhs.dtype).reshape((-1, 1))
+    return into(out, res, 'fill_element_0index')
+
+
+def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype='float32', out=None,
+            name=None):
+    return into(out, invoke(OPS['one_hot'], (indices,),
+                            {'depth': int(depth), 'on_value': on_value,
+                             'off_value': off_value, 'dtype': np.dtype(dtype)}),
+                'one_hot')
+
+
+def onehot_encode(indices, out):
+    """MXNet's legacy one-hot: writes ``one_hot(indices, out.shape[1])`` into
+    the 2-D ``out`` and returns it."""
+    return into(out, one_hot(indices, out.shape[1], dtype=out.dtype),
+                'onehot_encode')
+
+
+def where(condition, x, y, out=None, name=None):
+    """``x`` where ``condition`` is non-zero, else ``y``."""
+    return into(out, invoke(OPS['where'], (condition, x, y)), 'where')

@@ -9,7 +9,7 @@ import numpy as np
 
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, norm_axis
-from .op_utils import _axis, _common_dtype, _check_kwargs
+from .op_utils import _axis, _common_dtype, _check_kwargs, into
 
 
 # === shape manipulation =====================================================================
@@ -373,85 +373,200 @@ def _axis_key(ndim, axis, begin, end):
     return tuple(idx)
 
 
+@register
+class Slice(Op):
+    """MXNet's ``slice``: ``data[begin[0]:end[0]:step[0], ...]`` as a new array
+    (a copy, unlike ``x[a:b]``, which is a view).  Axes past ``len(begin)``
+    are kept whole; ``None`` in begin/end/step means the default."""
+    name = 'slice'
+    cases = (Case((4, 5), begin=(1, 0), end=(3, 4), step=(None, None)),
+             Case((5, 4), begin=(4, None), end=(0, None), step=(-2, None)))
+
+    def infer(self, shapes, dtypes, begin, end, step):
+        from .ndarray import _slice_shape
+        return _slice_shape(shapes[0], _slice_key(shapes[0], begin, end, step)), \
+            dtypes[0]
+
+    def forward(self, a, begin, end, step):
+        return a[_slice_key(a.shape, begin, end, step)].copy()
+
+    def backward(self, g, inputs, out, begin, end, step):
+        x = inputs[0]
+        return [invoke(OPS['_slice_backward'], (g,),
+                       {'shape': x.shape,
+                        'key': _slice_key(x.shape, begin, end, step)})]
+
+
+def _slice_key(shape, begin, end, step):
+    if not len(begin) == len(end) == len(step) or len(begin) > len(shape):
+        raise ValueError(f"operator 'slice': begin {tuple(begin)}, end {tuple(end)} "
+                         f"and step {tuple(step)} must have equal lengths, at most "
+                         f"the {len(shape)} axes of shape {tuple(shape)}")
+    for s in step:
+        if s == 0:
+            raise ValueError(f"operator 'slice': step must not be 0, got {tuple(step)}")
+    return tuple(builtins.slice(b, e, s) for b, e, s in zip(begin, end, step))
+
+
 # === functional front ends ==========================================================
-def reshape(data, shape, reverse=False):
-    return invoke(OPS['reshape'], (data,), {'shape': tuple(shape), 'reverse': reverse})
+def reshape(data, shape, reverse=False, out=None, name=None):
+    """``data`` with a new shape; MXNet's codes 0, -1, -2, -3, -4 (see
+    :func:`infer_reshape`)."""
+    return into(out, invoke(OPS['reshape'], (data,), {'shape': tuple(shape),
+                                                      'reverse': reverse}), 'reshape')
 
 
-def transpose(data, axes=None):
-    return invoke(OPS['transpose'], (data,), {'axes': None if axes is None else tuple(axes)})
+def reshape_like(lhs, rhs, out=None, name=None):
+    """``lhs`` reshaped to ``rhs``'s shape (same size)."""
+    return reshape(lhs, rhs.shape, out=out)
 
 
-def swapaxes(data, dim1=0, dim2=0):
-    return invoke(OPS['swapaxes'], (data,), {'dim1': dim1, 'dim2': dim2})
+def transpose(data, axes=None, out=None, name=None):
+    return into(out, invoke(OPS['transpose'], (data,),
+                            {'axes': None if axes is None else tuple(axes)}),
+                'transpose')
 
 
-def flatten(data):
-    return invoke(OPS['flatten'], (data,))
+def moveaxis(tensor, source, destination):
+    """Move axes ``source`` to positions ``destination`` (ints or sequences),
+    keeping the order of the others, as NumPy's ``moveaxis``."""
+    nd_ = tensor.ndim
+
+    def axes(a, what):
+        a = [a] if isinstance(a, (int, np.integer)) else list(a)
+        for x in a:
+            if not -nd_ <= x < nd_:
+                raise ValueError(f"moveaxis: {what} axis {x} out of range for "
+                                 f"shape {tensor.shape}")
+        a = [x % nd_ for x in a]
+        if len(set(a)) != len(a):
+            raise ValueError(f"moveaxis: repeated {what} axis in {a}")
+        return a
+    src, dst = axes(source, 'source'), axes(destination, 'destination')
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} "
+                         f"must have the same number of axes")
+    order = [i for i in range(nd_) if i not in src]
+    for d, s_ in sorted(zip(dst, src)):
+        order.insert(d, s_)
+    return transpose(tensor, order)
+
+
+def swapaxes(data, dim1=0, dim2=0, out=None, name=None):
+    return into(out, invoke(OPS['swapaxes'], (data,), {'dim1': dim1, 'dim2': dim2}),
+                'swapaxes')
+
+
+SwapAxis = swapaxes
+
+
+def flatten(data, out=None, name=None):
+    return into(out, invoke(OPS['flatten'], (data,)), 'flatten')
 
 
 Flatten = flatten
 
 
-def expand_dims(data, axis):
-    return invoke(OPS['expand_dims'], (data,), {'axis': axis})
+def expand_dims(data, axis, out=None, name=None):
+    return into(out, invoke(OPS['expand_dims'], (data,), {'axis': axis}),
+                'expand_dims')
 
 
-def squeeze(data, axis=None):
-    return invoke(OPS['squeeze'], (data,), {'axis': axis})
+def squeeze(data, axis=None, out=None, name=None):
+    return into(out, invoke(OPS['squeeze'], (data,), {'axis': axis}), 'squeeze')
 
 
-def tile(data, reps):
-    return invoke(OPS['tile'], (data,), {'reps': tuple(reps)})
+def tile(data, reps, out=None, name=None):
+    return into(out, invoke(OPS['tile'], (data,), {'reps': tuple(reps)}), 'tile')
 
 
-def repeat(data, repeats, axis=None):
-    return invoke(OPS['repeat'], (data,), {'repeats': repeats, 'axis': axis})
+def repeat(data, repeats, axis=None, out=None, name=None):
+    return into(out, invoke(OPS['repeat'], (data,), {'repeats': repeats,
+                                                     'axis': axis}), 'repeat')
 
 
-def flip(data, axis):
-    return invoke(OPS['flip'], (data,), {'axis': axis})
+def flip(data, axis, out=None, name=None):
+    return into(out, invoke(OPS['flip'], (data,), {'axis': axis}), 'flip')
 
 
 reverse = flip
 
 
-def concat(*data, dim=1, **kwargs):
+def _arrays(name, data):
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        data = tuple(data[0])
+    if not data:
+        raise ValueError(f'{name} needs at least one array')
+    return tuple(data)
+
+
+def concat(*data, dim=1, out=None, name=None, **kwargs):
     """Join arrays along ``dim`` (MXNet's default ``dim=1``)."""
     _check_kwargs('concat', kwargs, ('num_args',))
-    if len(data) == 1 and isinstance(data[0], (list, tuple)):
-        data = tuple(data[0])
-    if not data:
-        raise ValueError('concat needs at least one array')
-    return invoke(OPS['concat'], tuple(data), {'dim': dim})
+    return into(out, invoke(OPS['concat'], _arrays('concat', data), {'dim': dim}),
+                'concat')
 
 
-concatenate = concat
+Concat = concat
 
 
-def stack(*data, axis=0, **kwargs):
+def concatenate(arrays, axis=0, always_copy=True):
+    """MXNet's ``nd.concatenate``: join a list of arrays along ``axis``
+    (default 0); with one array and ``always_copy=False``, that array."""
+    if not always_copy and len(arrays) == 1:
+        return arrays[0]
+    return concat(*arrays, dim=axis)
+
+
+def stack(*data, axis=0, out=None, name=None, **kwargs):
     _check_kwargs('stack', kwargs, ('num_args',))
-    if len(data) == 1 and isinstance(data[0], (list, tuple)):
-        data = tuple(data[0])
-    if not data:
-        raise ValueError('stack needs at least one array')
-    return invoke(OPS['stack'], tuple(data), {'axis': axis})
+    return into(out, invoke(OPS['stack'], _arrays('stack', data), {'axis': axis}),
+                'stack')
 
 
-def split(data, num_outputs, axis=1, squeeze_axis=False):
+def split(data, num_outputs, axis=1, squeeze_axis=False, name=None):
     """Split into ``num_outputs`` equal parts (a list; a single array if 1)."""
     outs = invoke(OPS['split'], (data,),
                   {'num_outputs': num_outputs, 'axis': axis, 'squeeze_axis': squeeze_axis})
     return outs[0] if num_outputs == 1 else outs
 
 
-def slice_axis(data, axis, begin, end):
+SliceChannel = split
+
+
+def slice_axis(data, axis, begin, end, out=None, name=None):
     if end is None:
         end = data.shape[axis]
-    return invoke(OPS['slice_axis'], (data,), {'axis': axis, 'begin': begin, 'end': end})
+    return into(out, invoke(OPS['slice_axis'], (data,),
+                            {'axis': axis, 'begin': begin, 'end': end}), 'slice_axis')
 
 
-def slice(data, begin, end, step=None):       # noqa: A001 - MXNet's name
-    """``data[begin[0]:end[0], begin[1]:end[1], ...]`` (None means the full range)."""
-    step = step or (None,) * len(begin)
-    return data[tuple(builtins.slice(b, e, s) for b, e, s in zip(begin, end, step))]
+def slice(data, begin, end, step=(), out=None, name=None):  # noqa: A001 - MXNet's name
+    """``data[begin[0]:end[0]:step[0], ...]`` as a new array; ``None`` means
+    the default, axes past ``len(begin)`` are kept whole."""
+    begin, end = tuple(begin), tuple(end)
+    step = tuple(step) if step else (None,) * len(begin)
+    return into(out, invoke(OPS['slice'], (data,), {'begin': begin, 'end': end,
+                                                    'step': step}), 'slice')
+
+
+crop = slice
+
+
+def slice_like(data, shape_like, axes=(), out=None, name=None):
+    """The leading part of ``data`` with ``shape_like``'s sizes on ``axes``
+    (all axes when empty)."""
+    axes = (axes,) if isinstance(axes, int) else tuple(axes)
+    if not axes:
+        if shape_like.ndim != data.ndim:
+            raise ValueError(f"operator 'slice_like': shapes {data.shape} and "
+                             f"{shape_like.shape} have different numbers of axes")
+        axes = tuple(range(data.ndim))
+    end = [None] * data.ndim
+    for a in axes:
+        a = _axis('slice_like', a, data.shape)
+        if a >= shape_like.ndim or shape_like.shape[a] > data.shape[a]:
+            raise ValueError(f"operator 'slice_like': cannot slice axis {a} of shape "
+                             f"{data.shape} like shape {shape_like.shape}")
+        end[a] = shape_like.shape[a]
+    return slice(data, (0,) * data.ndim, end, out=out)

@@ -1,12 +1,16 @@
 """Helpers shared by the operator families (elemwise, broadcast_reduce, matrix,
 indexing, dot, ordering): axis checks, summing a broadcast gradient back
-down, dtype promotion, keyword checks.
+down, dtype promotion, keyword checks, and ``out=``.
 """
 import numpy as np
 
+from .. import autograd as _ag
 from .. import backend
-from .ndarray import invoke
+from . import layout
+from .ndarray import NDArray, _write_inplace, invoke
 from .registry import OPS, result_dtype
+
+_REC = _ag._STATE          # [recording, training]
 
 
 def _xp(a):
@@ -48,3 +52,51 @@ def _check_kwargs(name, kwargs, allowed):
     if bad:
         raise TypeError(f"{name}() got unexpected keyword argument(s) {sorted(bad)}; "
                         f"allowed: {sorted(allowed)}")
+
+
+# === out=: one mechanism for every operator function ===============================
+def _write_kernel(dst, src):
+    if not getattr(dst.flags, 'writeable', True):
+        dst = dst.copy()                 # a broadcast view: own the buffer now
+    return layout.copyto(dst, src)
+
+
+def into(out, res, name):
+    """MXNet's ``out=``: write the result ``res`` into ``out`` and return ``out``.
+
+    ``out`` must already have the result's shape, dtype and context (MXNet
+    infers the op's output from ``out`` the same way and refuses a
+    mismatch).  The write is an ordinary in-place write on ``out``'s stream,
+    so it waits for the op and for earlier readers of ``out``; ``out`` may
+    be one of the inputs (``nd.add(x, y, out=x)``).  Under
+    ``autograd.record()`` ``out`` is recorded as a copy of the result, so
+    gradients flow through it as through the returned array; an ``out``
+    that is itself in the graph is refused, as MXNet does.
+    """
+    if out is None:
+        return res
+    if not isinstance(out, NDArray):
+        raise TypeError(f"operator '{name}': out= must be an NDArray, "
+                        f"got {type(out).__name__}")
+    if out._shape != res._shape:
+        raise ValueError(f"operator '{name}': out= has shape {out._shape}, but the "
+                         f"result has shape {res._shape}")
+    if out._dtype != res._dtype:
+        raise TypeError(f"operator '{name}': out= has dtype {out._dtype}, but the "
+                        f"result has dtype {res._dtype}; cast the inputs or pass an "
+                        f"array of dtype {res._dtype}")
+    if out._ctx != res._ctx:
+        raise ValueError(f"operator '{name}': out= is on {out._ctx}, but the inputs "
+                         f"are on {res._ctx}")
+    record = _REC[0] and res._node is not None
+    if record and out._node is not None:
+        # Rebinding a graph array would cut (or loop) the graph: MXNet refuses.
+        raise RuntimeError(
+            f"operator '{name}': out= is an array already in the autograd graph "
+            f"(recorded, or with attach_grad). Assigning to it would make its "
+            f"gradients wrong; inplace operations like relu(x, out=x) are not "
+            f"supported inside autograd.record(). Drop out= there.")
+    _write_inplace(name, _write_kernel, [out], [res])
+    if record:
+        _ag._record(OPS['_copy'], (res,), [out], {})
+    return out
