@@ -8,10 +8,16 @@ from . import nn_ops        # registers the neural-network operators
 from .nn_ops import *       # noqa: F401,F403
 from .nn_ops import _conv_act  # noqa: F401 - fused conv + relu, for gluon's Conv2D
 from . import random
+from .random import (random_uniform, random_normal, random_poisson,  # noqa: F401
+                     random_exponential, random_gamma, random_negative_binomial,
+                     random_generalized_negative_binomial, random_randint,
+                     sample_uniform, sample_normal, sample_poisson, sample_exponential,
+                     sample_gamma, sample_negative_binomial,
+                     sample_generalized_negative_binomial, sample_multinomial)
 from .io import save, load
 from .. import context as _context
 
-concatenate = ops.concat
+uniform, normal = random_uniform, random_normal     # MXNet's nd.uniform, nd.normal
 
 
 def op_names():
