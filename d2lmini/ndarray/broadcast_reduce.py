@@ -244,9 +244,10 @@ def broadcast_like(lhs, rhs, lhs_axes=None, rhs_axes=None, out=None, name=None):
     else:
         la = (lhs_axes,) if isinstance(lhs_axes, int) else tuple(lhs_axes or ())
         ra = (rhs_axes,) if isinstance(rhs_axes, int) else tuple(rhs_axes or ())
-        if len(la) != len(ra):
+        if len(la) != len(ra) or not la:
             raise ValueError(f"operator 'broadcast_like': lhs_axes {lhs_axes} and "
-                             f"rhs_axes {rhs_axes} must have the same length")
+                             f"rhs_axes {rhs_axes} must be non-empty and of the same "
+                             f"length")
         shape = list(lhs.shape)
         for a, b in zip(la, ra):
             shape[_axis('broadcast_like', a, lhs.shape)] = \

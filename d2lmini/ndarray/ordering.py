@@ -25,9 +25,15 @@ class TopkIndices(Op):
 
     def forward(self, a, axis, k, is_ascend, dtype):
         xp = _xp(a)
-        idx = xp.argsort(a, axis=axis, kind='stable')
-        if not is_ascend:
-            idx = xp.flip(idx, axis)
+        if is_ascend:
+            idx = xp.argsort(a, axis=axis, kind='stable')
+        else:
+            # a stable descending sort (ties keep their order) without negating,
+            # which unsigned and minimum integers do not survive: sort the
+            # reversed array, reverse the order, map back the positions
+            n = a.shape[axis]
+            idx = n - 1 - xp.flip(xp.argsort(xp.flip(a, axis), axis=axis,
+                                             kind='stable'), axis)
         sl = [slice(None)] * a.ndim
         sl[axis] = slice(0, k)
         return idx[tuple(sl)].astype(dtype)
@@ -97,14 +103,15 @@ def topk(data, axis=-1, k=1, ret_typ='indices', is_ascend=False, dtype='float32'
 
     ``ret_typ``: 'indices' (as ``dtype``, float32 by default), 'value',
     'both' (``[value, indices]``) or 'mask' (1 where an element is in the
-    top ``k``).  ``axis=None`` works on the flattened array; ``k < 1`` keeps
-    every element (a full sort).
+    top ``k``, in ``data``'s shape).  ``axis=None`` works on the flattened
+    array; ``k < 1`` keeps every element (a full sort).
 
     >>> nd.topk(nd.array([[3, 1, 2]]), k=2, ret_typ='value')
     [[3. 2.]]
     """
     if ret_typ not in _RET_TYPES:
         raise ValueError(f"topk: ret_typ must be one of {_RET_TYPES}, got {ret_typ!r}")
+    shape = data.shape
     if axis is None:
         data, axis = data.reshape((-1,)), 0
     ax = _axis('topk', axis, data.shape)
@@ -121,7 +128,7 @@ def topk(data, axis=-1, k=1, ret_typ='indices', is_ascend=False, dtype='float32'
     elif ret_typ == 'mask':
         ones = invoke(OPS['ones_like_op'], (idx,)).astype(data.dtype)
         res = invoke(OPS['_gather_axis_backward'], (ones, idx),
-                     {'shape': data.shape, 'axis': ax})
+                     {'shape': data.shape, 'axis': ax}).reshape(shape)
     else:
         res = invoke(OPS['_gather_axis'], (data, idx), {'axis': ax})
         if ret_typ == 'both':

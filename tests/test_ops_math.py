@@ -1,0 +1,207 @@
+"""Operator functions of ``nd`` against NumPy: the math family, norm,
+broadcasting helpers, shape and slicing functions, MXNet's legacy names.
+
+Gradients of every op in the table are checked by central differences in
+tests/test_grad_registry.py; here the values, shapes, dtypes and errors.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from d2lmini import autograd, nd
+
+
+def rnd(*shape, seed=0, low=-1.0, high=1.0):
+    return np.random.default_rng(seed).uniform(low, high, shape).astype(np.float32)
+
+
+def close(a, b, rtol=1e-5, atol=1e-6):
+    a = a.asnumpy() if isinstance(a, nd.NDArray) else np.asarray(a)
+    np.testing.assert_allclose(a, np.asarray(b), rtol=rtol, atol=atol)
+
+
+# name, NumPy reference, input range
+MATH = [('tan', np.tan, (-1, 1)), ('arcsin', np.arcsin, (-0.9, 0.9)),
+        ('arccos', np.arccos, (-0.9, 0.9)), ('arctan', np.arctan, (-3, 3)),
+        ('sinh', np.sinh, (-2, 2)), ('cosh', np.cosh, (-2, 2)),
+        ('arcsinh', np.arcsinh, (-3, 3)), ('arccosh', np.arccosh, (1.1, 3)),
+        ('arctanh', np.arctanh, (-0.9, 0.9)), ('log2', np.log2, (0.1, 8)),
+        ('log10', np.log10, (0.1, 100)), ('cbrt', np.cbrt, (-8, 8)),
+        ('rcbrt', lambda a: 1 / np.cbrt(a), (0.1, 8)),
+        ('degrees', np.degrees, (-4, 4)), ('radians', np.radians, (-360, 360)),
+        ('trunc', np.trunc, (-3, 3)), ('rint', np.rint, (-3, 3)), ('fix', np.fix, (-3, 3)),
+        ('erf', np.vectorize(math.erf), (-2, 2)),
+        ('logical_not', lambda a: (a == 0).astype(a.dtype), (-1, 1))]
+
+
+@pytest.mark.parametrize('name,ref,rng', MATH, ids=[m[0] for m in MATH])
+def test_unary_math_family(ctx, name, ref, rng):
+    a = rnd(3, 4, low=rng[0], high=rng[1])
+    a[0, 0] = 0.0 if name == 'logical_not' else a[0, 0]
+    r = getattr(nd, name)(nd.array(a))
+    assert r.dtype == np.float32 and r.shape == (3, 4)
+    close(r, ref(a).astype(np.float32), rtol=2e-5, atol=1e-5)
+
+
+def test_rounding_family_on_halves():
+    a = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -1.7, 1.7], np.float32)
+    close(nd.rint(nd.array(a)), np.rint(a))          # half to even, as NumPy
+    close(nd.trunc(nd.array(a)), np.trunc(a))
+    close(nd.fix(nd.array(a)), np.fix(a))
+
+
+def test_math_keeps_integer_dtype():
+    x = nd.array([1, 8, 27], dtype='int32')
+    r = nd.cbrt(x)
+    assert r.dtype == np.int32
+    np.testing.assert_array_equal(r.asnumpy(), [1, 2, 3])
+
+
+def test_rounding_has_no_gradient_and_erf_has_one():
+    x = nd.array([0.3, -0.2])
+    x.attach_grad()
+    with autograd.record():
+        y = nd.erf(x).sum() + nd.trunc(x * 10).sum()
+    y.backward()
+    close(x.grad, 2 / np.sqrt(np.pi) * np.exp(-np.array([0.3, -0.2]) ** 2), rtol=1e-5)
+
+
+# --- norm ------------------------------------------------------------------------------
+@pytest.mark.parametrize('ord', [1, 2])
+@pytest.mark.parametrize('axis', [None, 0, 2, (1, 2), (0, 3)])
+@pytest.mark.parametrize('keepdims', [False, True])
+def test_norm_ord_axis_keepdims(ord, axis, keepdims):
+    a = rnd(2, 3, 4, 5)
+    if axis is None:
+        ref = np.abs(a).sum() if ord == 1 else np.sqrt((a * a).sum())
+        ref = np.reshape(ref, (1, 1, 1, 1) if keepdims else (1,))
+    else:
+        ref = np.abs(a).sum(axis=axis, keepdims=keepdims) if ord == 1 else \
+            np.sqrt((a * a).sum(axis=axis, keepdims=keepdims))
+    r = nd.norm(nd.array(a), ord=ord, axis=axis, keepdims=keepdims)
+    assert r.shape == ref.shape
+    close(r, ref, rtol=1e-5)
+
+
+def test_norm_rejects_other_orders():
+    with pytest.raises(ValueError, match="'norm'.*ord.*3"):
+        nd.norm(nd.ones((2,)), ord=3)
+
+
+# --- broadcasting ------------------------------------------------------------------------
+@pytest.mark.parametrize('lshape,rshape,la,ra,expect', [
+    ((1, 2, 1, 3), (5, 6, 7, 8), (0, 2), (1, 3), (6, 2, 8, 3)),
+    ((1,), (5,), (0,), (-1,), (5,)),
+    ((1, 7, 9, 1, 1), (9,), (-2,), (0,), (1, 7, 9, 9, 1)),
+    ((1, 7, 9, 1, 1), (9, 1), (-2, -1), (-2, -1), (1, 7, 9, 9, 1)),
+    ((2, 1), (1, 7, 9, 1, 1), (1,), (-3,), (2, 9)),
+])
+def test_broadcast_like_axes(lshape, rshape, la, ra, expect):
+    a = rnd(*lshape)
+    r = nd.broadcast_like(nd.array(a), nd.ones(rshape), lhs_axes=la, rhs_axes=ra)
+    assert r.shape == expect
+    close(r, np.broadcast_to(a, expect))
+
+
+def test_broadcast_like_whole_and_errors():
+    a = rnd(3, 1)
+    close(nd.broadcast_like(nd.array(a), nd.ones((2, 3, 4))), np.broadcast_to(a, (2, 3, 4)))
+    with pytest.raises(ValueError, match="broadcast_like"):
+        nd.broadcast_like(nd.array(a), nd.ones((3, 4)), lhs_axes=(), rhs_axes=())
+    with pytest.raises(ValueError, match="broadcast_like"):
+        nd.broadcast_like(nd.array(a), nd.ones((3, 4)), lhs_axes=(1,), rhs_axes=(0, 1))
+
+
+def test_broadcast_axis():
+    a = rnd(2, 1, 1)
+    close(nd.broadcast_axis(nd.array(a), axis=(1, 2), size=(3, 4)),
+          np.broadcast_to(a, (2, 3, 4)))
+    close(nd.broadcast_axes(nd.array(a), axis=2, size=5), np.broadcast_to(a, (2, 1, 5)))
+
+
+# --- shapes ------------------------------------------------------------------------------
+@pytest.mark.parametrize('src,dst', [(0, 2), (2, 0), (0, -1), (-1, 0), (1, 1),
+                                     ([0, 1], [2, 3]), ([2, 3], [0, 1]),
+                                     ([0, 1, 2], [2, 3, 0]), ([3, 0], [1, 0]),
+                                     (range(4), range(4))])
+def test_moveaxis_as_numpy(src, dst):
+    a = rnd(4, 1, 2, 3)
+    close(nd.moveaxis(nd.array(a), src, dst), np.moveaxis(a, src, dst))
+
+
+@pytest.mark.parametrize('src,dst', [(3, 0), (-4, 0), (0, 5), ([0, 0], [0, 1]),
+                                     ([0, 1], [1, 1]), (0, [0, 1]), ([0, 1], [0])])
+def test_moveaxis_errors(src, dst):
+    with pytest.raises(ValueError, match='moveaxis'):
+        nd.moveaxis(nd.zeros((1, 2, 3)), src, dst)
+
+
+def test_reshape_like_and_slice_like():
+    a = rnd(2, 3, 4)
+    close(nd.reshape_like(nd.array(a), nd.zeros((4, 6))), a.reshape(4, 6))
+    close(nd.slice_like(nd.array(a), nd.zeros((1, 2, 3))), a[:1, :2, :3])
+    close(nd.slice_like(nd.array(a), nd.zeros((1, 2, 9)), axes=(0, -2)), a[:1, :2])
+    with pytest.raises(ValueError, match='slice_like'):
+        nd.slice_like(nd.array(a), nd.zeros((3, 3, 3)))
+
+
+def test_slice_and_crop_copy_with_steps():
+    a = rnd(5, 6)
+    x = nd.array(a)
+    close(nd.slice(x, begin=(1, None), end=(4, None)), a[1:4])
+    close(nd.slice(x, begin=(4, 1), end=(None, 5), step=(-2, 2)), a[4::-2, 1:5:2])
+    y = nd.crop(x, begin=(0, 0), end=(2, 3))
+    close(y, a[:2, :3])
+    x[:] = 0                          # a slice is a copy (not a view) in MXNet
+    close(y, a[:2, :3])
+    with pytest.raises(ValueError, match="'slice'.*step"):
+        nd.slice(x, begin=(0,), end=(2,), step=(0,))
+    with pytest.raises(ValueError, match="'slice'"):
+        nd.slice(x, begin=(0, 0, 0), end=(1, 1, 1))
+
+
+def test_concatenate_mxnet_signature():
+    arrs = [rnd(2, k, 4, seed=k) for k in (3, 2, 1)]
+    close(nd.concatenate([nd.array(a) for a in arrs], axis=1), np.concatenate(arrs, 1))
+    close(nd.concatenate([nd.array(a) for a in arrs[:1]] * 2), np.concatenate(arrs[:1] * 2))
+    one = nd.array(arrs[0])
+    assert nd.concatenate([one], always_copy=False) is one
+    assert nd.concatenate([one]) is not one
+
+
+# --- legacy indexing names ------------------------------------------------------------
+def test_choose_fill_onehot_encode():
+    a = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    idx = np.array([0, 2, 1, 2])
+    close(nd.choose_element_0index(nd.array(a), nd.array(idx)), a[np.arange(4), idx])
+    val = np.array([-1, -2, -3, -4], np.float32)
+    ref = a.copy()
+    ref[np.arange(4), idx] = val
+    close(nd.fill_element_0index(nd.array(a), nd.array(val), nd.array(idx)), ref)
+    out = nd.full((4, 3), 9)
+    assert nd.onehot_encode(nd.array(idx), out) is out
+    close(out, np.eye(3)[idx])
+
+
+# --- creation ---------------------------------------------------------------------------
+@pytest.mark.parametrize('N,M,k', [(3, 0, 0), (3, 5, 1), (4, 2, -1), (2, 3, 7), (0, 0, 0)])
+def test_eye(ctx, N, M, k):
+    r = nd.eye(N, M, k)
+    assert r.dtype == np.float32 and r.context == ctx
+    close(r, np.eye(N, M or N, k))
+    assert nd.eye(2, dtype='int32').dtype == np.int32
+
+
+@pytest.mark.parametrize('start,stop,num', [(0, 1, 5), (3.5, -2, 7), (1, 2, 1), (0, 5, 0)])
+def test_linspace(start, stop, num):
+    close(nd.linspace(start, stop, num), np.linspace(start, stop, num).astype(np.float32))
+    close(nd.linspace(start, stop, num, endpoint=False),
+          np.linspace(start, stop, num, endpoint=False).astype(np.float32))
+    r = nd.linspace(start, stop, num, dtype='int32')
+    assert r.dtype == np.int32
+    # MXNet casts each float value (truncation); NumPy 2 floors: equal when >= 0
+    ref = np.linspace(start, stop, num).astype(np.int32)
+    np.testing.assert_array_equal(r.asnumpy(), ref)
+    if min(start, stop) >= 0:
+        np.testing.assert_array_equal(ref, np.linspace(start, stop, num, dtype='int32'))
