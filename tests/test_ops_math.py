@@ -205,3 +205,27 @@ def test_linspace(start, stop, num):
     np.testing.assert_array_equal(r.asnumpy(), ref)
     if min(start, stop) >= 0:
         np.testing.assert_array_equal(ref, np.linspace(start, stop, num, dtype='int32'))
+
+
+def test_relu_gradient_propagates_nan():
+    a = np.array([1.0, np.nan, -1.0, np.inf, 0.0], np.float32)
+    x = nd.array(a)
+    x.attach_grad()
+    with autograd.record():
+        y = nd.relu(x)
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [1, np.nan, 0, 1, 0])
+
+
+def test_internal_slice_assign():
+    x = nd.ones((2, 3, 4))
+    assert nd._internal._crop_assign(x, nd.zeros((2, 1, 3)), begin=(0, 0, 0),
+                                     end=(2, 1, 3), out=x) is x
+    ref = np.ones((2, 3, 4), np.float32)
+    ref[:, :1, :3] = 0
+    close(x, ref)
+    y = nd._internal._slice_assign_scalar(x, scalar=5, begin=(1,), end=(2,))
+    ref2 = ref.copy()
+    ref2[1] = 5
+    close(y, ref2)
+    close(x, ref)                       # without out=, x is unchanged

@@ -8,6 +8,7 @@ from . import nn_ops        # registers the neural-network operators
 from .nn_ops import *       # noqa: F401,F403
 from .nn_ops import _conv_act  # noqa: F401 - fused conv + relu, for gluon's Conv2D
 from . import random
+from . import _internal
 from .random import (random_uniform, random_normal, random_poisson,  # noqa: F401
                      random_exponential, random_gamma, random_negative_binomial,
                      random_generalized_negative_binomial, random_randint,

@@ -62,6 +62,12 @@ def _erf(a):
     return r if xp is np else xp.asarray(r)
 
 
+def _relu_grad(x):
+    """1 where x > 0, else 0, and NaN where x is NaN: MXNet propagates NaN
+    through relu's gradient rather than hiding it as 0."""
+    return invoke(OPS['where'], (x != x, x, x > 0))
+
+
 #       name        forward          backward: g, x, y=f(x) -> dL/dx     input range
 _unary('negative',  np.negative,     lambda g, x, y: -g)
 _unary('exp',       np.exp,          lambda g, x, y: g * y)
@@ -73,7 +79,7 @@ _unary('sign',      np.sign,         None, differentiable=False)
 _unary('sigmoid',   _sigmoid,        lambda g, x, y: g * y * (1 - y))
 _unary('tanh',      np.tanh,         lambda g, x, y: g * (1 - y * y))
 _unary('relu',      lambda a: np.maximum(a, 0),
-                                     lambda g, x, y: g * (x > 0),           0.1, 1.0)
+                                     lambda g, x, y: g * _relu_grad(x),     0.1, 1.0)
 _unary('softrelu',  _softrelu,       lambda g, x, y: g * sigmoid(x))
 _unary('sin',       np.sin,          lambda g, x, y: g * cos(x))
 _unary('cos',       np.cos,          lambda g, x, y: -g * sin(x))
