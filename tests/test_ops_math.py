@@ -229,3 +229,47 @@ def test_internal_slice_assign():
     ref2[1] = 5
     close(y, ref2)
     close(x, ref)                       # without out=, x is unchanged
+
+
+def test_nansum_nanprod_and_their_gradients():
+    a = np.array([[1.0, np.nan, 2.0], [3.0, 4.0, np.nan]], np.float32)
+    x = nd.array(a)
+    close(nd.nansum(x, axis=1), np.nansum(a, axis=1))
+    close(nd.nanprod(x, axis=0), np.nanprod(a, axis=0))
+    close(nd.nansum(x), [np.nansum(a)])
+    x.attach_grad()
+    with autograd.record():
+        y = nd.nansum(x) + nd.nanprod(x, axis=1).sum()
+    y.backward()
+    expect = np.where(np.isnan(a), 0, 1 + np.nanprod(a, axis=1, keepdims=True) / a)
+    close(x.grad, expect)
+
+
+def test_argmax_channel_shape_size_arrays():
+    a = rnd(2, 3, 4)
+    r = nd.argmax_channel(nd.array(a))
+    assert r.dtype == np.float32
+    close(r, a.argmax(-1))
+    r = nd.shape_array(nd.array(a))
+    assert r.dtype == np.int64
+    np.testing.assert_array_equal(r.asnumpy(), [2, 3, 4])
+    np.testing.assert_array_equal(nd.size_array(nd.array(a)).asnumpy(), [24])
+
+
+@pytest.mark.parametrize('ios,axis,squeeze', [(3, 2, False), ((1, 3, 5), 2, False),
+                                              ((2,), 0, False), (6, 2, True)])
+def test_split_v2_as_numpy(ios, axis, squeeze):
+    a = rnd(5, 4, 6)
+    parts = nd.split_v2(nd.array(a), ios, axis=axis, squeeze_axis=squeeze)
+    ref = np.split(a, ios, axis=axis)
+    assert len(parts) == len(ref)
+    for p, r in zip(parts, ref):
+        close(p, r.squeeze(axis) if squeeze else r)
+
+
+def test_reset_arrays_zeroes_in_place():
+    a, b = nd.ones((2, 3)), nd.full((4,), 7)
+    nd.reset_arrays(a, b, num_arrays=2)
+    assert a.asnumpy().sum() == 0 and b.asnumpy().sum() == 0
+    with pytest.raises(ValueError, match='num_arrays'):
+        nd.reset_arrays(a, num_arrays=2)

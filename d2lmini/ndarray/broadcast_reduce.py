@@ -123,6 +123,36 @@ class Prod(Reduce):
 
 
 @register
+class NanSum(Reduce):
+    """``sum`` that treats NaN as 0 (its gradient there is 0)."""
+    name = 'nansum'
+    cases = _reduce_cases()
+
+    def forward(self, a, axis=None, keepdims=False):
+        return _xp(a).nansum(a, axis=axis, keepdims=keepdims, dtype=a.dtype)
+
+    def backward(self, g, inputs, out, axis=None, keepdims=False):
+        x = inputs[0]
+        return [self._expand(g, x, axis, keepdims) * (x == x)]
+
+
+@register
+class NanProd(Reduce):
+    """``prod`` that treats NaN as 1 (its gradient there is 0)."""
+    name = 'nanprod'
+    cases = tuple(Case(*c.shapes, low=0.5, high=1.5, **c.attrs) for c in _reduce_cases())
+
+    def forward(self, a, axis=None, keepdims=False):
+        return _xp(a).nanprod(a, axis=axis, keepdims=keepdims, dtype=a.dtype)
+
+    def backward(self, g, inputs, out, axis=None, keepdims=False):
+        x = inputs[0]
+        ok = x == x
+        safe = invoke(OPS['where'], (ok, x, invoke(OPS['ones_like_op'], (x,))))
+        return [self._expand(g * out, x, axis, keepdims) / safe * ok]
+
+
+@register
 class Norm(Reduce):
     """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements
     by default)."""
@@ -216,7 +246,8 @@ def _reduce_fn(name):
     return fn
 
 
-for _name in ['sum', 'mean', 'max', 'min', 'prod', 'argmax', 'argmin']:
+for _name in ['sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax',
+              'argmin']:
     globals()[_name] = _reduce_fn(_name)
 sum_axis, max_axis, min_axis = sum, max, min    # noqa: A001 - MXNet names
 
@@ -269,3 +300,8 @@ def broadcast_axis(data, axis=(), size=(), out=None, name=None):
 
 
 broadcast_axes = broadcast_axis
+
+
+def argmax_channel(data, out=None, name=None):
+    """Indices of the maxima along the last axis (as float32)."""
+    return argmax(data, axis=-1, out=out)

@@ -386,3 +386,15 @@ def add_n(*args, out=None, name=None, **kwargs):
 
 
 ElementWiseSum = add_n
+
+
+def reset_arrays(*data, num_arrays=None, name=None):
+    """Set every array in ``data`` to zero, in place (MXNet's op behind
+    ``Trainer``'s gradient reset)."""
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        data = tuple(data[0])
+    if num_arrays is not None and num_arrays != len(data):
+        raise ValueError(f"operator 'reset_arrays': num_arrays={num_arrays} but "
+                         f"{len(data)} arrays given")
+    for a in data:
+        a[:] = 0

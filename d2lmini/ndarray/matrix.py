@@ -9,7 +9,7 @@ import numpy as np
 
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, norm_axis
-from .op_utils import _axis, _common_dtype, _check_kwargs, into
+from .op_utils import _axis, _common_dtype, _check_kwargs, _xp, into
 
 
 # === shape manipulation =====================================================================
@@ -532,6 +532,57 @@ def split(data, num_outputs, axis=1, squeeze_axis=False, name=None):
 
 
 SliceChannel = split
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, name=None):
+    """NumPy-style split: into ``indices_or_sections`` equal parts (an int) or
+    at the given indices (a sequence).  Always a list."""
+    n = ary.shape[_axis('split_v2', axis, ary.shape)]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        outs = invoke(OPS['split'], (ary,), {'num_outputs': int(indices_or_sections),
+                                            'axis': axis, 'squeeze_axis': squeeze_axis})
+        return list(outs)
+    bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    if any(b > e for b, e in zip(bounds, bounds[1:])):
+        raise ValueError(f"operator 'split_v2': indices {tuple(indices_or_sections)} "
+                         f"must be increasing and within axis {axis} of shape "
+                         f"{ary.shape}")
+    parts = [slice_axis(ary, axis, b, e) for b, e in zip(bounds, bounds[1:])]
+    return [p.squeeze(axis=axis) for p in parts] if squeeze_axis else parts
+
+
+@register
+class ShapeArray(Op):
+    name = 'shape_array'
+    differentiable = False
+
+    def infer(self, shapes, dtypes):
+        return (len(shapes[0]),), np.dtype(np.int64)
+
+    def forward(self, a):
+        return _xp(a).asarray(a.shape, dtype=np.int64)
+
+
+@register
+class SizeArray(Op):
+    name = 'size_array'
+    differentiable = False
+
+    def infer(self, shapes, dtypes):
+        return (1,), np.dtype(np.int64)
+
+    def forward(self, a):
+        return _xp(a).asarray([a.size], dtype=np.int64)
+
+
+def shape_array(data, out=None, name=None):
+    """``data``'s shape as an int64 array."""
+    return into(out, invoke(OPS['shape_array'], (data,)), 'shape_array')
+
+
+def size_array(data, out=None, name=None):
+    """``data``'s number of elements as a 1-element int64 array."""
+    return into(out, invoke(OPS['size_array'], (data,)), 'size_array')
 
 
 def slice_axis(data, axis, begin, end, out=None, name=None):
