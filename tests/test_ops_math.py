@@ -273,3 +273,23 @@ def test_reset_arrays_zeroes_in_place():
     assert a.asnumpy().sum() == 0 and b.asnumpy().sum() == 0
     with pytest.raises(ValueError, match='num_arrays'):
         nd.reset_arrays(a, num_arrays=2)
+
+
+@pytest.mark.parametrize('fn', [
+    lambda x: nd.transpose(x), lambda x: x.T, lambda x: nd.swapaxes(x, 0, 1),
+    lambda x: nd.flip(x, 1), lambda x: nd.slice_axis(x, 0, 0, 2),
+    lambda x: nd.split(x, 2, axis=1)[1], lambda x: nd.broadcast_to(x[:1], (3, 4)),
+    lambda x: nd.slice(x, (1,), (3,)), lambda x: nd.moveaxis(x, 0, 1),
+], ids=['transpose', 'T', 'swapaxes', 'flip', 'slice_axis', 'split', 'broadcast_to',
+        'slice', 'moveaxis'])
+def test_copying_ops_do_not_follow_later_writes(engine_kind, fn):
+    """As MXNet: these return new arrays, not views of their input."""
+    a = rnd(3, 4)
+    x = nd.array(a)
+    y = fn(x)
+    before = fn(nd.array(a)).asnumpy()
+    x[:] = 0                              # an in-place write to the source ...
+    x += 1
+    np.testing.assert_array_equal(y.asnumpy(), before)     # ... leaves y alone
+    y[:] = 5                              # and a write to y leaves x alone
+    np.testing.assert_array_equal(x.asnumpy(), np.ones((3, 4)))

@@ -223,7 +223,9 @@ class BroadcastTo(Op):
         return shape, dtypes[0]
 
     def forward(self, a, shape):
-        return np.broadcast_to(a, self.infer([a.shape], [a.dtype], shape)[0])
+        # a new array, as MXNet: a broadcast view would follow its source's
+        # later in-place writes
+        return _xp(a).broadcast_to(a, self.infer([a.shape], [a.dtype], shape)[0]).copy()
 
     def backward(self, g, inputs, out, shape):
         return [_sum_to(g, inputs[0].shape)]

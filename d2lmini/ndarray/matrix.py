@@ -11,6 +11,13 @@ from .ndarray import invoke
 from .registry import OPS, Case, Op, register, norm_axis
 from .op_utils import _axis, _common_dtype, _check_kwargs, _xp, into
 
+# _copies_note: transpose, swapaxes, flip, split, slice_axis and slice return
+# new arrays, as in MXNet, not NumPy views: a view would silently change when
+# its source is later written in place (x[:] = ..., an optimizer update,
+# out=), and writing into it would change the source.  Only x[a:b] (basic
+# indexing) is a view, tracked as one; reshape, flatten, expand_dims and
+# squeeze still share the buffer, as MXNet's x.reshape() does.
+
 
 # === shape manipulation =====================================================================
 def infer_reshape(shape, target, reverse=False):
@@ -113,7 +120,7 @@ class Transpose(Op):
         return tuple(s[a] for a in axes), dtypes[0]
 
     def forward(self, a, axes=None):
-        return a.transpose(axes)
+        return a.transpose(axes).copy()         # MXNet copies; see _copies_note
 
     def backward(self, g, inputs, out, axes=None):
         inv = None if axes is None else tuple(np.argsort([a % g.ndim for a in axes]))
@@ -132,7 +139,7 @@ class SwapAxes(Op):
         return tuple(s), dtypes[0]
 
     def forward(self, a, dim1=0, dim2=0):
-        return np.swapaxes(a, dim1, dim2)
+        return a.swapaxes(dim1, dim2).copy()
 
     def backward(self, g, inputs, out, dim1=0, dim2=0):
         return [invoke(self, (g,), {'dim1': dim1, 'dim2': dim2})]
@@ -245,7 +252,7 @@ class Flip(Op):
         return shapes[0], dtypes[0]
 
     def forward(self, a, axis):
-        return np.flip(a, axis)
+        return _xp(a).flip(a, axis).copy()
 
     def backward(self, g, inputs, out, axis):
         return [invoke(self, (g,), {'axis': axis})]
@@ -332,7 +339,7 @@ class Split(Op):
         return [(tuple(s), dtypes[0])] * num_outputs
 
     def forward(self, a, num_outputs, axis=1, squeeze_axis=False):
-        parts = np.split(a, num_outputs, axis=axis)
+        parts = [p.copy() for p in _xp(a).split(a, num_outputs, axis=axis)]
         if squeeze_axis:
             parts = [p.squeeze(axis) for p in parts]
         return parts
@@ -359,7 +366,7 @@ class SliceAxis(Op):
     def forward(self, a, axis, begin, end):
         idx = [builtins.slice(None)] * a.ndim
         idx[axis] = builtins.slice(begin, end)
-        return a[tuple(idx)]
+        return a[tuple(idx)].copy()
 
     def backward(self, g, inputs, out, axis, begin, end):
         x = inputs[0]
