@@ -21,6 +21,18 @@ def close(a, b, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(a, np.asarray(b), rtol=rtol, atol=atol)
 
 
+def _erfinv_ref(a):
+    # bisection on math.erf: slow, simple, exact to float64
+    out = []
+    for v in np.asarray(a, np.float64).ravel():
+        lo, hi = -6.0, 6.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if math.erf(mid) < v else (lo, mid)
+        out.append((lo + hi) / 2)
+    return np.array(out).reshape(np.shape(a))
+
+
 # name, NumPy reference, input range
 MATH = [('tan', np.tan, (-1, 1)), ('arcsin', np.arcsin, (-0.9, 0.9)),
         ('arccos', np.arccos, (-0.9, 0.9)), ('arctan', np.arctan, (-3, 3)),
@@ -32,6 +44,7 @@ MATH = [('tan', np.tan, (-1, 1)), ('arcsin', np.arcsin, (-0.9, 0.9)),
         ('degrees', np.degrees, (-4, 4)), ('radians', np.radians, (-360, 360)),
         ('trunc', np.trunc, (-3, 3)), ('rint', np.rint, (-3, 3)), ('fix', np.fix, (-3, 3)),
         ('erf', np.vectorize(math.erf), (-2, 2)),
+        ('erfinv', lambda a: _erfinv_ref(a), (-0.99, 0.99)),
         ('logical_not', lambda a: (a == 0).astype(a.dtype), (-1, 1))]
 
 
@@ -293,3 +306,8 @@ def test_copying_ops_do_not_follow_later_writes(engine_kind, fn):
     np.testing.assert_array_equal(y.asnumpy(), before)     # ... leaves y alone
     y[:] = 5                              # and a write to y leaves x alone
     np.testing.assert_array_equal(x.asnumpy(), np.ones((3, 4)))
+
+
+def test_erfinv_edges():
+    r = nd.erfinv(nd.array([1.0, -1.0, 1.5, 0.0])).asnumpy()
+    assert r[0] == np.inf and r[1] == -np.inf and np.isnan(r[2]) and r[3] == 0

@@ -62,6 +62,34 @@ def _erf(a):
     return r if xp is np else xp.asarray(r)
 
 
+def _erfinv(a):
+    """Giles' single-precision approximation, refined by two Newton steps
+    on erf in float64 (erf(erfinv(x)) = x to about 1e-15)."""
+    xp = np if isinstance(a, np.ndarray) else backend.xp_of(a)
+    x = (a if xp is np else xp.asnumpy(a)).astype(np.float64)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        w = -np.log((1 - x) * (1 + x))
+        lo = w - 2.5
+        p_lo = 2.81022636e-08
+        for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941):
+            p_lo = c + p_lo * lo
+        hi = np.sqrt(w) - 3
+        p_hi = -0.000200214257
+        for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                  -0.0076224613, 0.00943887047, 1.00167406, 2.83297682):
+            p_hi = c + p_hi * hi
+        y = np.where(w < 5, p_lo, p_hi) * x
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        for _ in range(2):
+            step = (erf(y) - x) / (2 / np.sqrt(np.pi) * np.exp(-y * y))
+            y = np.where(np.isfinite(step), y - step, y)
+        y = np.where(np.abs(x) == 1, np.copysign(np.inf, x), y)
+        y = np.where(np.abs(x) > 1, np.nan, y)
+    y = y.astype(a.dtype)
+    return y if xp is np else xp.asarray(y)
+
+
 def _relu_grad(x):
     """1 where x > 0, else 0, and NaN where x is NaN: MXNet propagates NaN
     through relu's gradient rather than hiding it as 0."""
@@ -107,6 +135,8 @@ _unary('degrees',   np.degrees,      lambda g, x, y: g * float(180 / np.pi))
 _unary('radians',   np.radians,      lambda g, x, y: g * float(np.pi / 180))
 _unary('erf',       _erf,            lambda g, x, y:
        g * float(2 / np.sqrt(np.pi)) * exp(-x * x))
+_unary('erfinv',    _erfinv,         lambda g, x, y:
+       g * float(np.sqrt(np.pi) / 2) * exp(y * y),                          -0.9, 0.9)
 # Rounding has a zero gradient almost everywhere: MXNet records none.
 _unary('floor',     np.floor,        None, differentiable=False)
 _unary('trunc',     np.trunc,        None, differentiable=False)
@@ -308,7 +338,7 @@ for _name in ['negative', 'exp', 'log', 'sqrt', 'square', 'abs', 'sign', 'sigmoi
               'tanh', 'relu', 'softrelu', 'sin', 'cos', 'reciprocal', 'rsqrt', 'log1p',
               'expm1', 'floor', 'ceil', 'round', 'tan', 'arcsin', 'arccos', 'arctan',
               'sinh', 'cosh', 'arcsinh', 'arccosh', 'arctanh', 'log2', 'log10',
-              'cbrt', 'rcbrt', 'degrees', 'radians', 'erf', 'trunc', 'rint', 'fix',
+              'cbrt', 'rcbrt', 'degrees', 'radians', 'erf', 'erfinv', 'trunc', 'rint', 'fix',
               'logical_not']:
     globals()[_name] = _unary_fn(_name)
 
