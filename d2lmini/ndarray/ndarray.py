@@ -23,8 +23,7 @@ from .registry import OPS, broadcast_shapes
 from . import fluent, layout
 
 __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
-           'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall', 'from_numpy',
-           'reset_arrays']
+           'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall', 'from_numpy']
 
 _new = object.__new__
 _NAIVE = engine._NAIVE
@@ -984,16 +983,6 @@ def _writable_alias(a):
     buf = (ctypes.c_char * a.nbytes).from_address(a.ctypes.data)
     buf.keep = a
     return np.frombuffer(buf, a.dtype).reshape(a.shape)
-
-
-def reset_arrays(*data, num_arrays=None, **kwargs):
-    """Set every array in ``data`` to zero, in place (MXNet's ``reset_arrays``)."""
-    _check_kwargs('reset_arrays', kwargs)
-    if num_arrays is not None and num_arrays != len(data):
-        raise ValueError(f'reset_arrays: num_arrays={num_arrays} but {len(data)} '
-                         f'arrays were given')
-    for a in data:
-        a[:] = 0
 
 
 def waitall():
