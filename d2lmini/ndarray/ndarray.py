@@ -451,6 +451,10 @@ class NDArray:
         return _binary('lesser_equal', self, o)
 
     def _inplace(self, name, o):
+        """``x += o`` and friends.  A deliberate difference from MXNet, which
+        refuses them while recording when ``x`` or ``o`` is in the graph:
+        here they then compute a new array that the name ``x`` is rebound
+        to, so the tape stays right (chapter 2)."""
         if _REC[0] and (self._node is not None or getattr(o, '_node', None) is not None):
             return _binary(name, self, o)    # keep the graph: rebind, don't mutate
         res = _binary(name, self, o)
