@@ -32,7 +32,8 @@ class random:                       # mx.random.seed(...), as in MXNet
 # written (kvstore, ...): for those ``mx.kv`` is an AttributeError, so that
 # ``hasattr(mx, 'kv')`` is False, as for any attribute that does not exist.
 _LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
-         'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util')
+         'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
+         'runtime')
 
 
 def __getattr__(name):

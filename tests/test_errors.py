@@ -344,3 +344,33 @@ def test_util_answers_what_d2lmini_is():
     assert mx.util.is_np_array() is False          # no mx.np front end
     assert mx.util.is_np_shape() is True           # 0-d arrays exist
     assert mx.nd.array([[1, 2], [3, 4]])[1, 1].shape == ()
+
+
+def test_runtime_features_say_what_this_d2lmini_has():
+    import d2lmini as mx
+    f = mx.runtime.Features()
+    assert f.is_enabled('INT64_TENSOR_SIZE') and f.is_enabled('int64_tensor_size')
+    assert f.is_enabled('CUDA') == (mx.num_gpus() > 0)
+    assert not f.is_enabled('DIST_KVSTORE')
+    with pytest.raises(RuntimeError, match='unknown'):
+        f.is_enabled('WARP_DRIVE')
+    assert '✔ INT64_TENSOR_SIZE' in repr(f)
+
+
+def test_binary_functions_on_two_numbers_and_ignored_keywords():
+    from d2lmini import nd
+    assert nd.power(0.9, 3) == pytest.approx(0.729)      # a number, as MXNet
+    assert nd.maximum(2, 5) == 5 and nd.equal(1, 1) == 1
+    with pytest.warns(UserWarning, match='ignores'):
+        r = nd.broadcast_maximum(nd.array([0.]), nd.array([[-1.], [2.]]), axis=1)
+    assert r.asnumpy().ravel().tolist() == [0., 2.]
+    with pytest.raises(TypeError):
+        nd.add(nd.ones(2), nd.ones(2), axis=1)            # only broadcast_* ignore
+
+
+def test_broadcast_like_with_empty_axes_is_an_mxnet_value_error():
+    from d2lmini import nd
+    import d2lmini as mx
+    with pytest.raises(mx.MXNetError) as info:
+        nd.broadcast_like(nd.ones((1,)), nd.ones((3,)), lhs_axes=(), rhs_axes=())
+    assert isinstance(info.value, ValueError)

@@ -9,6 +9,7 @@ import numpy as np
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, broadcast_shapes, norm_axis
 from .op_utils import _axis, _sum_to, _check_kwargs, _xp, into
+from ..base import error_types
 
 
 # === reductions =================================================================
@@ -278,9 +279,9 @@ def broadcast_like(lhs, rhs, lhs_axes=None, rhs_axes=None, out=None, name=None):
         la = (lhs_axes,) if isinstance(lhs_axes, int) else tuple(lhs_axes or ())
         ra = (rhs_axes,) if isinstance(rhs_axes, int) else tuple(rhs_axes or ())
         if len(la) != len(ra) or not la:
-            raise ValueError(f"operator 'broadcast_like': lhs_axes {lhs_axes} and "
-                             f"rhs_axes {rhs_axes} must be non-empty and of the same "
-                             f"length")
+            raise error_types['ValueError'](
+                f"operator 'broadcast_like': lhs_axes {lhs_axes} and rhs_axes "
+                f"{rhs_axes} must be non-empty and of the same length")
         shape = list(lhs.shape)
         for a, b in zip(la, ra):
             shape[_axis('broadcast_like', a, lhs.shape)] = \

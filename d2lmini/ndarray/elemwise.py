@@ -5,6 +5,8 @@ one small class: ``infer`` (shape, dtype), ``forward`` on raw arrays,
 ``backward`` in NDArray operators, and ``cases`` for its gradient check.
 """
 import math
+import operator
+import warnings
 
 import numpy as np
 
@@ -337,8 +339,27 @@ for _name in ['negative', 'exp', 'log', 'sqrt', 'square', 'abs', 'sign', 'sigmoi
     globals()[_name] = _unary_fn(_name)
 
 
+# Two plain numbers give a plain number, as in MXNet (``nd.power(0.9, t)``).
+_ON_NUMBERS = {
+    'add': operator.add, 'subtract': operator.sub, 'multiply': operator.mul,
+    'divide': operator.truediv, 'power': operator.pow, 'mod': operator.mod,
+    'maximum': max, 'minimum': min,
+    'equal': lambda x, y: int(x == y), 'not_equal': lambda x, y: int(x != y),
+    'greater': lambda x, y: int(x > y), 'greater_equal': lambda x, y: int(x >= y),
+    'lesser': lambda x, y: int(x < y), 'lesser_equal': lambda x, y: int(x <= y)}
+
+
 def _binary_fn(opname, fname, same_shape=False):
-    def fn(lhs, rhs, out=None, name=None):
+    def fn(lhs, rhs, out=None, name=None, **ignored):
+        if ignored:
+            if not fname.startswith('broadcast_'):
+                _check_kwargs(fname, ignored, ())
+            # MXNet's broadcast ops have no parameters and pass any keyword
+            # by (its own test_loss gives broadcast_maximum an axis=).
+            warnings.warn(f'{fname} ignores {sorted(ignored)}, as MXNet does',
+                          stacklevel=2)
+        if not isinstance(lhs, NDArray) and not isinstance(rhs, NDArray):
+            return _ON_NUMBERS[opname](lhs, rhs)
         # MXNet's elemwise_* do not broadcast: their two inputs match exactly.
         if same_shape and isinstance(lhs, NDArray) and isinstance(rhs, NDArray) \
                 and lhs.shape != rhs.shape:
