@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ...context import Context
+from ...context import Context, cpu_pinned
 from ...ndarray.ndarray import NDArray, _make, array
 
 __all__ = ['DataLoader', 'default_batchify_fn', 'Sampler', 'SequentialSampler',
@@ -172,6 +172,15 @@ def default_batchify_fn(data):
     return array(arr, ctx=_CPU, dtype=arr.dtype)
 
 
+def _to_context(batch, ctx):
+    """``batch`` (an NDArray or nested lists/tuples of them) on ``ctx``."""
+    if isinstance(batch, NDArray):
+        return batch.as_in_context(ctx)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_context(b, ctx) for b in batch)
+    return batch
+
+
 def _to_ndarrays(fields):
     if isinstance(fields, (list, tuple)):
         return [_wrap(f) for f in fields]
@@ -279,8 +288,23 @@ class DataLoader:
         dataset example by example.
     num_workers : int
         Threads that make batches in parallel (0: one background thread).
+    pin_memory : bool
+        Put every batch on ``cpu_pinned(pin_device_id)``.  Pinned host memory
+        is plain host memory in d2lmini, so ``cpu_pinned(i)`` is ``cpu(i)``
+        and with the default ``pin_device_id=0`` the batches stay where they
+        are.
+    pin_device_id : int
     prefetch : int, optional
         How many batches may be made ahead (0: none, no thread).
+    thread_pool : bool
+        Accepted for MXNet's API: workers are always threads here (see the
+        module docstring), so both values behave the same.
+    timeout : int
+        Accepted for MXNet's API; must be positive.
+    auto_reload : bool
+        Prepare the next epoch's iterator as soon as the current one ends
+        (and the first one at construction), as MXNet 1.9.1 does: its
+        shuffle is drawn and its prefetching starts before ``for`` asks.
 
     Examples
     --------
@@ -293,8 +317,10 @@ class DataLoader:
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
                  last_batch=None, batch_sampler=None, batchify_fn=None,
                  num_workers=0, pin_memory=False, pin_device_id=0, prefetch=None,
-                 thread_pool=False, timeout=120):
+                 thread_pool=False, timeout=120, auto_reload=False):
         self._dataset = dataset
+        if not timeout > 0:
+            raise ValueError(f'DataLoader: timeout must be positive, got {timeout!r}')
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError('batch_size must be specified unless '
@@ -316,6 +342,10 @@ class DataLoader:
         self._num_workers = max(0, int(num_workers))
         self._prefetch = (2 * max(1, self._num_workers) if prefetch is None
                           else max(0, int(prefetch)))
+        pinned = cpu_pinned(int(pin_device_id)) if pin_memory else _CPU
+        self._pin_ctx = None if pinned == _CPU else pinned
+        self.auto_reload = bool(auto_reload)
+        self._ready = self._new_iter() if self.auto_reload else None
 
     def __len__(self):
         return len(self._batch_sampler)
@@ -338,11 +368,26 @@ class DataLoader:
         return self._batchify_fn is None and \
             getattr(self._dataset, '_can_batch', lambda: False)()
 
-    def __iter__(self):
+    def _new_iter(self):
         batches = self._batch_indices()       # shuffled here, in the caller's thread
         if not self._vectorized():
-            return _sync_iter(self._make_one_by_one, batches)
-        if self._prefetch == 0:
-            return _sync_iter(self._make_vectorized, batches)
-        return _PrefetchIter(self._make_vectorized, batches, self._num_workers,
-                             self._prefetch)
+            it = _sync_iter(self._make_one_by_one, batches)
+        elif self._prefetch == 0:
+            it = _sync_iter(self._make_vectorized, batches)
+        else:
+            it = _PrefetchIter(self._make_vectorized, batches, self._num_workers,
+                               self._prefetch)
+        if self._pin_ctx is not None:
+            it = (_to_context(b, self._pin_ctx) for b in it)
+        return it
+
+    def __iter__(self):
+        it, self._ready = self._ready, None   # a prepared iterator serves once
+        if it is None:
+            it = self._new_iter()
+        return self._reloading(it) if self.auto_reload else it
+
+    def _reloading(self, it):
+        yield from it
+        if self._ready is None:               # prepare the next epoch now
+            self._ready = self._new_iter()
