@@ -254,7 +254,10 @@ def run_chapter(src, chapter, timeout, epochs=None, verbose=False):
             results = json.loads(line[len('@@RESULT@@'):])
     if verbose:
         print(out.replace('@@RESULT@@', '# '), file=sys.stderr)
-    return summarize(chapter, blocks, results, out, err, rc, wall)
+    row = summarize(chapter, blocks, results, out, err, rc, wall)
+    row['printed'] = [l for l in out.splitlines()
+                      if not l.startswith(('--- block ', '@@RESULT@@'))]
+    return row
 
 
 def summarize(chapter, blocks, results, out, err, rc, wall):
@@ -308,7 +311,15 @@ def write_report(path, rows, args):
         res = res.replace('|', '\\|')
         lines.append(f"| {r['chapter']} | {r['blocks']} | {res} | {r['seconds']} |")
     ran = sum(r['status'] == 'ran' for r in rows)
-    lines += ['', f'{ran} of {len(rows)} chapters ran.', '']
+    lines += ['', f'{ran} of {len(rows)} chapters ran.', '',
+              '## What the chapters printed', '',
+              '`print` output only (the last 20 lines of each chapter that '
+              'printed anything), to compare with what the book shows.', '']
+    for r in rows:
+        if r.get('printed'):
+            lines += [f"### {r['chapter']}", '', '```']
+            lines += r['printed'][-20:]
+            lines += ['```', '']
     with open(path, 'w', encoding='utf-8') as f:
         f.write('\n'.join(lines))
 
