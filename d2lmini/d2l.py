@@ -284,7 +284,13 @@ class Animator:
 
 
 def show_images(imgs, num_rows, num_cols, titles=None, scale=1.5):
-    """Plot a list of images (NDArrays or arrays; ``(H, W, 1)`` is fine too)."""
+    """Plot a list of images (NDArrays or arrays; ``(H, W, 1)`` is fine too).
+
+    The classic book's ``show_images(imgs, num_rows, num_cols, scale)``
+    passes the scale fourth: a number there is taken as ``scale``.
+    """
+    if isinstance(titles, (int, float)):
+        titles, scale = None, titles
     figsize = (num_cols * scale, num_rows * scale)
     _, axes = _plt().subplots(num_rows, num_cols, figsize=figsize)
     axes = np.asarray(axes).flatten()

@@ -394,3 +394,10 @@ def test_classic_plot_helpers():
     figs = d2l.show_fashion_mnist(imgs, ['a', 'b', 'c'])
     assert [f.get_title() for f in figs] == ['a', 'b', 'c']
     assert figs[2].get_images()[0].get_array().shape == (28, 28)
+
+
+def test_show_images_classic_scale_argument():
+    imgs = [nd.ones((4, 4)) * i for i in range(4)]
+    axes = d2l.show_images(imgs, 2, 2, 0.5)         # classic: scale fourth
+    assert len(axes) == 4
+    assert tuple(axes[0].figure.get_size_inches()) == (1.0, 1.0)

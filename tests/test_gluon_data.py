@@ -445,3 +445,18 @@ def test_resize_options_and_compose():
     mixed = transforms.Compose([transforms.ToTensor(), lambda t: t * 2])
     assert not mixed.batchable
     np.testing.assert_allclose(mixed(x[0]), transforms.ToTensor()(x[0]) * 2)
+
+
+def test_filter_sampler_and_mp_batchify():
+    ds = gdata.SimpleDataset(list(range(10)))
+    sampler = gdata.FilterSampler(lambda x: x % 3 == 0, ds)
+    assert list(sampler) == [0, 3, 6, 9] and len(sampler) == 4
+    got = [b.asnumpy().tolist() for b in gdata.DataLoader(ds, 3, sampler=sampler)]
+    assert got == [[0, 3, 6], [9]]
+    rows = [nd.ones((2,), ctx=mx.cpu(1)) * i for i in range(3)]
+    batch = gdata.default_mp_batchify_fn(rows)
+    assert batch.context == mx.cpu(0) and batch.shape == (3, 2)
+    np.testing.assert_array_equal(batch.asnumpy()[:, 0], [0, 1, 2])
+    assert gdata.default_batchify_fn(rows).context == mx.cpu(1)
+    X, y = gdata.default_mp_batchify_fn([(np.ones(2), 1), (np.zeros(2), 0)])
+    assert X.shape == (2, 2) and y.asnumpy().tolist() == [1, 0]

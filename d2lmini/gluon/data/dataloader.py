@@ -41,8 +41,9 @@ import numpy as np
 from ...context import Context, cpu_pinned
 from ...ndarray.ndarray import NDArray, _make, array
 
-__all__ = ['DataLoader', 'default_batchify_fn', 'Sampler', 'SequentialSampler',
-           'RandomSampler', 'BatchSampler']
+__all__ = ['DataLoader', 'default_batchify_fn', 'default_mp_batchify_fn',
+           'Sampler', 'SequentialSampler', 'RandomSampler', 'FilterSampler',
+           'BatchSampler']
 
 _CPU = Context('cpu', 0)
 _LAST_BATCH = ('keep', 'discard', 'rollover')
@@ -91,6 +92,26 @@ class RandomSampler(Sampler):
 
     def __len__(self):
         return self._length
+
+
+class FilterSampler(Sampler):
+    """The indices ``i`` of ``dataset`` for which ``fn(dataset[i])`` is true.
+
+    ``fn`` is evaluated once, here, in order.
+    """
+
+    def __init__(self, fn, dataset):
+        self._indices_kept = np.asarray(
+            [i for i in range(len(dataset)) if fn(dataset[i])], dtype=np.int64)
+
+    def _indices(self):
+        return self._indices_kept
+
+    def __iter__(self):
+        return iter(self._indices_kept.tolist())
+
+    def __len__(self):
+        return len(self._indices_kept)
 
 
 def _sampler_indices(sampler):
@@ -170,6 +191,14 @@ def default_batchify_fn(data):
         return [default_batchify_fn(list(field)) for field in zip(*data)]
     arr = np.asarray(data)
     return array(arr, ctx=_CPU, dtype=arr.dtype)
+
+
+def default_mp_batchify_fn(data):
+    """MXNet's batchify for worker processes: the batch in shared host
+    memory.  Here workers are threads and ``cpu_shared(0)`` is ``cpu(0)``,
+    so it is :func:`default_batchify_fn` with the batch moved to
+    ``cpu(0)``."""
+    return _to_context(default_batchify_fn(data), _CPU)
 
 
 def _to_context(batch, ctx):
