@@ -151,11 +151,14 @@ def extract_blocks(markdown):
 
 
 def _strip_jupyter(code):
-    """Drop IPython magics and shell escapes (not Python)."""
+    """Drop IPython magics and shell escapes (not Python).
+
+    Only at the start of a line: an indented ``% (a, b)`` is the second
+    line of a Python string formatting, not a magic.
+    """
     lines = []
     for line in code.splitlines():
-        s = line.lstrip()
-        lines.append('' if s.startswith(('%', '!')) else line)
+        lines.append('' if line.startswith(('%', '!')) else line)
     return '\n'.join(lines) + '\n'
 
 
