@@ -300,8 +300,18 @@ def summarize(chapter, blocks, results, out, err, rc, wall):
     return row
 
 
+def _git_head():
+    try:
+        out = subprocess.run(['git', '-C', REPO, 'log', '-1', '--format=%h %s'],
+                             capture_output=True, text=True, timeout=30)
+        return out.stdout.strip() or '(not a git checkout)'
+    except (OSError, subprocess.SubprocessError):
+        return '(not a git checkout)'
+
+
 def write_report(path, rows, args):
     lines = ['# The classic d2l chapters on d2lmini', '',
+             f'd2lmini: `{REPO}` at `{_git_head()}`.', '',
              f'Measured with `python tools/classic_chapters/run.py` on '
              f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, '
              f'CPU only ({os.cpu_count()} cores), '
