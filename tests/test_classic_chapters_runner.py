@@ -126,3 +126,21 @@ print('no error here')
     row = run.run_chapter(str(tmp_path), 'c.md', timeout=120)
     assert row['status'] == 'failed'
     assert row['detail'].startswith('block 2: no error: expected MXNetError')
+
+
+def test_a_blocks_last_expression_is_shown_as_in_jupyter(tmp_path):
+    (tmp_path / 'c.md').write_text('''
+```{.python .input}
+from mxnet import nd
+x = nd.arange(3)
+x.shape
+```
+
+```{.python .input}
+print('printed')
+None
+```
+''', encoding='utf-8')
+    row = run.run_chapter(str(tmp_path), 'c.md', timeout=120)
+    assert row['status'] == 'ran', row
+    assert row['printed'] == ['Out: (3,)', 'printed']

@@ -21,6 +21,9 @@ What is changed, and nothing else
 * Jupyter-only lines: a block's IPython magics (``%matplotlib inline``) and
   shell escapes (``!nvidia-smi``) are skipped, since they are not Python.
 * Figures: matplotlib uses the ``Agg`` backend (nothing is displayed).
+* Output: as in Jupyter, a block's last bare expression is shown (its
+  ``repr``, on a line starting ``Out:``), so the printed record can be
+  compared with the book's.
 * Data: Fashion-MNIST is read from ``D2LMINI_DATA``; when it is not set,
   from ``shared/data/fashion-mnist`` next to the checkout (or one level
   further up) if that folder exists, else d2lmini looks where it always
@@ -193,13 +196,27 @@ for sub in ('nn', 'loss', 'data', 'utils', 'parameter', 'trainer', 'block'):
     if hasattr(_g, sub):
         mod = getattr(_g, sub)
         sys.modules['mxnet.gluon.' + sub] = mod
+import ast
 ns = {'__name__': '__main__'}
 results = []
+
+
+def run_block(code, name):
+    """exec the block; a last bare expression is shown, as Jupyter does."""
+    tree = ast.parse(code, name)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    exec(compile(tree, name, 'exec'), ns)
+    if last is not None:
+        value = eval(compile(ast.Expression(last.value), name, 'eval'), ns)
+        if value is not None:
+            print('Out: ' + repr(value), flush=True)
+
+
 for i, code in enumerate(spec['blocks'], 1):
     t0 = time.time()
     print(f'--- block {i}', flush=True)
     try:
-        exec(compile(code, f'<block {i}>', 'exec'), ns)
+        run_block(code, f'<block {i}>')
         res = {'block': i, 'ok': True}
     except BaseException as e:
         res = {'block': i, 'ok': False, 'type': type(e).__name__,
