@@ -4,17 +4,20 @@
 runs the classic d2l MXNet code unchanged.
 """
 from . import storage              # pooled host memory (before any big array)
+from . import base                 # the error types (MXNetError)
 from . import context, backend, engine
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import autograd
 from . import ndarray
 from . import ndarray as nd
 from .ndarray import random as _nd_random
-from .engine import waitall, EngineError, MXNetError
+from .engine import waitall, EngineError
+from .base import MXNetError
 
 __version__ = '0.1.0'
-__all__ = ['nd', 'ndarray', 'autograd', 'context', 'engine', 'Context', 'cpu',
-           'gpu', 'num_gpus', 'current_context', 'waitall', 'random']
+__all__ = ['nd', 'ndarray', 'autograd', 'context', 'engine', 'base', 'Context',
+           'cpu', 'gpu', 'num_gpus', 'current_context', 'waitall', 'random',
+           'MXNetError']
 
 
 class random:                       # mx.random.seed(...), as in MXNet
@@ -25,9 +28,19 @@ class random:                       # mx.random.seed(...), as in MXNet
     randint = staticmethod(_nd_random.randint)
 
 
-def __getattr__(name):              # heavy submodules load on first use
-    import importlib
-    if name in ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
-                'profiler', 'initializer', 'metric'):
-        return importlib.import_module(f'.{name}', __name__)
+# Heavy or optional submodules load on first use.  Some are still to be
+# written (kvstore, ...): for those ``mx.kv`` is an AttributeError, so that
+# ``hasattr(mx, 'kv')`` is False, as for any attribute that does not exist.
+_LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
+         'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util')
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        try:
+            return importlib.import_module(f'.{name}', __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f'{__name__}.{name}':
+                raise                    # the module exists, one of its imports not
     raise AttributeError(f"module 'd2lmini' has no attribute {name!r}")

@@ -14,17 +14,47 @@ themselves be recorded (``create_graph=True``: higher-order gradients).
 """
 __all__ = ['record', 'pause', 'train_mode', 'predict_mode', 'is_recording',
            'is_training', 'set_recording', 'set_training', 'backward', 'grad',
-           'mark_variables', 'Function']
+           'mark_variables', 'Function', 'NDArray']
+
+from .base import MXNetError
 
 _STATE = [False, False]          # [recording, training]; a list: hot paths read it
 
 
 class Leaf:
-    """Marks an NDArray as a variable: gradients are written to its ``grad``."""
-    __slots__ = ('grad_req',)
+    """Marks an NDArray as a variable: gradients are written to its ``grad``.
+
+    ``fresh`` is MXNet's ``_fresh_grad``: set when a backward pass writes the
+    gradient, cleared by whoever consumes it (``x._fresh_grad = False``).
+    """
+    __slots__ = ('grad_req', 'fresh')
 
     def __init__(self, grad_req):
         self.grad_req = grad_req
+        self.fresh = False
+
+
+def fresh_grad(arr):
+    """``arr._fresh_grad``: has a backward written ``arr.grad`` since cleared?"""
+    leaf = arr._node
+    return isinstance(leaf, Leaf) and leaf.fresh
+
+
+def set_fresh_grad(arr, value):
+    leaf = arr._node
+    if isinstance(leaf, Leaf):
+        leaf.fresh = bool(value)
+    elif value:
+        raise ValueError('_fresh_grad can only be set on an array with attach_grad()')
+
+
+def __getattr__(name):
+    # MXNet's autograd module has NDArray in its namespace, and code does
+    # `from mxnet.autograd import *` then uses it; loaded late (a cycle).
+    if name == 'NDArray':
+        from .ndarray.ndarray import NDArray
+        return NDArray
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Node:
@@ -138,7 +168,7 @@ def _topo(heads):
                 continue
             seen.add(id(node))
             if node.op is None:
-                raise RuntimeError(
+                raise MXNetError(
                     'the graph has already been freed by a previous backward. '
                     'Pass retain_graph=True to the first backward to call it again.')
             stack.append((node, True))
@@ -185,9 +215,9 @@ def _run_backward(heads, head_grads, retain_graph, create_graph, wanted=None):
             for a, g in zip(node.inputs, igrads):
                 if g is not None and a._node is not None:
                     if g.shape != a.shape:
-                        raise RuntimeError(f"operator '{node.op.name}' produced a "
-                                           f'gradient of shape {g.shape} for an input '
-                                           f'of shape {a.shape}')
+                        raise MXNetError(f"operator '{node.op.name}' produced a "
+                                         f'gradient of shape {g.shape} for an input '
+                                         f'of shape {a.shape}')
                     _accumulate(grads, a, g)
     finally:
         _STATE[:] = old
@@ -224,6 +254,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
                 a._grad[:] = g
             elif leaf.grad_req == 'add':
                 a._grad += g
+            leaf.fresh = True
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,

@@ -5,6 +5,8 @@ This is the only module that imports :mod:`cupy`.  Everything else asks
 """
 import numpy as np
 
+from .base import MXNetError
+
 try:                                   # optional: pip install -e .[gpu]
     import cupy as _cupy
 except Exception:                      # ImportError, or a CUDA driver problem
@@ -25,13 +27,17 @@ def num_gpus():
 
 
 def check_context(ctx):
-    """Raise a clear error if ``ctx`` cannot be used on this machine."""
+    """Raise a clear error if ``ctx`` cannot be used on this machine.
+
+    An :class:`MXNetError`, as in MXNet: the classic ``try_gpu()`` catches
+    exactly that to fall back to the CPU.
+    """
     if ctx.device_type == 'gpu':
         n = num_gpus()
         if n == 0:
-            raise RuntimeError(f'cannot use {ctx}: no GPU available. ' + _GPU_HELP)
+            raise MXNetError(f'cannot use {ctx}: no GPU available. ' + _GPU_HELP)
         if ctx.device_id >= n:
-            raise RuntimeError(f'cannot use {ctx}: only {n} GPU(s) visible')
+            raise MXNetError(f'cannot use {ctx}: only {n} GPU(s) visible')
 
 
 def xp(ctx):

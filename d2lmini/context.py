@@ -23,6 +23,9 @@ class Context:
     """A device: ``device_type`` is ``'cpu'`` or ``'gpu'``, ``device_id`` an int."""
     __slots__ = ('device_type', 'device_id', '_key')
     _local = threading.local()
+    # MXNet's numeric device types (its C API and its .params files use them)
+    devtype2str = {1: 'cpu', 2: 'gpu', 3: 'cpu_pinned', 5: 'cpu_shared'}
+    devstr2type = {'cpu': 1, 'gpu': 2, 'cpu_pinned': 3, 'cpu_shared': 5}
 
     def __init__(self, device_type, device_id=0):
         if isinstance(device_type, Context):
@@ -37,6 +40,11 @@ class Context:
         self.device_type = device_type
         self.device_id = device_id
         self._key = (device_type, device_id)
+
+    @property
+    def device_typeid(self):
+        """MXNet's number for the device type: 1 for CPU, 2 for GPU."""
+        return self.devstr2type[self.device_type]
 
     def __repr__(self):
         return f'{self.device_type}({self.device_id})'

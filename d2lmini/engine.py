@@ -24,17 +24,26 @@ the consumer's stream waits on, so no thread blocks on the GPU.
 Errors inside the engine are kept on the failed operation's outputs (and on
 the outputs of everything computed from them) and re-raised, with the
 operation's name and the original traceback, at the next sync point:
-``wait_to_read``, ``asnumpy``, ``print`` or :func:`waitall`.
+``wait_to_read``, ``asnumpy``, ``print`` or :func:`waitall`.  As in MXNet,
+each error is reported once: the sync point that raises it clears it for
+every array that carries it.  These errors are instances of
+:class:`MXNetError` (:mod:`d2lmini.base`) that also have the kernel's
+built-in error type.
 
 ``D2LMINI_ENGINE=naive`` (or ``set_engine('naive')``, or
 ``with engine_mode('naive'):``) runs every operation synchronously on the
 calling thread, like MXNet's NaiveEngine: errors then surface at the line
 that caused them.
 
-A stream holds at most :func:`set_max_inflight` un-run operations; past
-that, ``push`` blocks until the worker catches up, so a loop that never
-syncs cannot queue unbounded work and memory.  :class:`Trace` records every
-operation's start and end per stream (Chrome trace JSON, or a plot).
+A stream holds a bounded number of un-run operations; past that, ``push``
+blocks until the worker catches up, so a loop that never syncs cannot queue
+unbounded work and memory.  By default the bound adapts
+(``Stream._throttle``): 256 while the operations are tiny, which runs them
+fastest, and up to 8192 when they are big, so the front end runs far ahead
+as on MXNet.  :func:`set_max_inflight` (or ``D2LMINI_MAX_INFLIGHT``) fixes
+it instead.  :class:`Trace` records every operation's start and end per
+stream (Chrome trace JSON, or a plot).  ``bulk(size)`` is MXNet's op
+batching; here it changes nothing.
 
 Two decisions worth knowing:
 
@@ -58,26 +67,27 @@ import traceback
 from queue import SimpleQueue
 
 from . import backend
+from .base import MXNetError, mixed_class, _builtin_of
 
 __all__ = ['waitall', 'set_engine', 'engine_mode', 'engine_type', 'EngineError',
+           'MXNetError', 'bulk', 'set_bulk_size',
            'set_max_inflight', 'set_blas_threads', 'Trace', 'stream_for']
 
 _now = time.perf_counter
 
 
-class EngineError(RuntimeError):
+class EngineError(MXNetError):
     """An operation failed; raised at the next sync point (at once in naive mode).
 
     ``op`` is the operator's name, ``ctx`` its context and ``__cause__`` the
-    original exception.
+    original exception, whose built-in type the error also has (a kernel's
+    ``ValueError`` is caught by ``except ValueError`` too), as in MXNet 1.6+.
     """
 
     def __init__(self, msg, op=None, ctx=None):
         super().__init__(msg)
         self.op, self.ctx = op, ctx
-
-
-MXNetError = EngineError
+        self.reported = False            # raised at a sync point already?
 
 
 def op_error(name, ctx, exc, where='engine'):
@@ -87,9 +97,10 @@ def op_error(name, ctx, exc, where='engine'):
         what = f'{type(exc).__name__}: {exc}'
     except Exception:                    # an exception that cannot print itself
         tb, what = '', type(exc).__name__
-    err = EngineError(f"operator '{name}' failed on {ctx}: {what}\n\n"
-                      f"Original traceback (from the {where}):\n{tb}",
-                      op=name, ctx=ctx)
+    builtin = _builtin_of(type(exc))
+    cls = EngineError if builtin is None else mixed_class(EngineError, builtin)
+    err = cls(f"operator '{name}' failed on {ctx}: {what}\n\n"
+              f"Original traceback (from the {where}):\n{tb}", op=name, ctx=ctx)
     err.__cause__ = exc
     return err
 
@@ -108,10 +119,16 @@ class _Naive:
 _NAIVE = _Naive()
 _STREAMS = {}                # ctx._key -> Stream
 _STREAMS_LOCK = threading.Lock()
-# Ops a stream may hold un-run before push blocks (set_max_inflight).  256
-# keeps every device fed, and keeps the pending ops' arrays in cache: tiny
-# ops ran end to end at ~1.9 us each with 256, ~2.3 us with 4096.
-_MAX_INFLIGHT = [256]
+# Back-pressure (Stream._throttle).  _MAX_INFLIGHT[0] is the fixed bound on
+# un-run ops per stream (set_max_inflight, D2LMINI_MAX_INFLIGHT), or None:
+# adapt.  Then the bound is _DEFAULT_INFLIGHT, which lets the async chapter's
+# MLP (44 ops a batch) queue 100 batches without a sync, as on MXNet, whose
+# queue is unbounded; but while ops are tiny (the worker spends under
+# _BIG_OP_S on each) the queue is kept at _SHORT_QUEUE: tiny ops drained
+# from a queue of 256 at ~2 us each, from one of 5000 at ~5 us (cold caches).
+_DEFAULT_INFLIGHT = 8192
+_SHORT_QUEUE = 256
+_BIG_OP_S = 200e-6
 _TRACE = [None]              # the list a Trace collects into, or None
 _FAILED = [False]            # has any op ever failed?  (then check inputs)
 
@@ -131,6 +148,8 @@ class Stream:
         self.done = 0
         self.last_write = 0
         self.errors = []                 # failures not yet reported
+        self.limit = _MAX_INFLIGHT[0] or _SHORT_QUEUE   # pending ops before push waits
+        self._pace = (None, 0.0)         # (seconds per op, when measured)
         self.cuda_stream = backend.new_stream(ctx) if self.is_gpu else None
         self._held = []                  # [(cuda event, source arrays)]
         self._start()
@@ -154,7 +173,7 @@ class Stream:
         Returns the operation's seq.
         """
         seq = self.pushed + 1
-        if seq - self.done > _MAX_INFLIGHT[0]:
+        if seq - self.done > self.limit:
             self._throttle(seq)
         self.pushed = seq
         self._q.put((fn, args, outs, attrs, name, deps, seq))
@@ -162,21 +181,55 @@ class Stream:
 
     def _throttle(self, seq):
         # A front end that never syncs would queue work (and memory) without
-        # bound.  Block until the worker has caught up halfway, so the front
-        # end does not stop and start again on every single push.
-        limit = _MAX_INFLIGHT[0]
-        self.wait(seq - max(1, limit // 2))
-
-    def wait(self, seq):
-        """Block until the op numbered ``seq`` has run (launched, on a GPU)."""
-        if self.done >= seq:
+        # bound.  Past `limit` pending ops it waits until half of them have
+        # run, so it does not stop and start again on every push.  Unless
+        # set_max_inflight fixed it, the limit depends on the worker's pace,
+        # timed while the front end waits: the short queue for tiny ops, the
+        # whole bound for ops slower than _BIG_OP_S, which lose nothing by
+        # queueing.
+        fixed = _MAX_INFLIGHT[0]
+        if fixed is not None:
+            self.limit = fixed
+            self.wait(seq - max(1, fixed // 2))
             return
+        pace, when = self._pace
+        now = _now()
+        if pace is None or now - when > 1.0:     # unknown or stale: measure
+            pace = self._measure_pace()
+            now = _now()
+        self.limit = _DEFAULT_INFLIGHT if pace > _BIG_OP_S else _SHORT_QUEUE
+        self._pace = (pace, now)
+        if seq - self.done <= self.limit:
+            return
+        d0 = self.done
+        self.wait(seq - max(1, self.limit // 2))
+        t = _now()
+        self._pace = ((t - now) / max(1, self.done - d0), t)
+
+    def _measure_pace(self, n=10):
+        # Seconds per op, averaged over the next `n` ops, or over what runs
+        # in the time `n` ops of _BIG_OP_S would take: the front end waits
+        # at most that long (2 ms) to find out.
+        window = n * _BIG_OP_S
+        d0 = self.done
+        target = min(d0 + n, self.pushed)
+        t0 = _now()
+        self.wait(target, window)
+        return (_now() - t0) / max(1, self.done - d0)
+
+    def wait(self, seq, timeout=None):
+        """Block until the op numbered ``seq`` has run (launched, on a GPU).
+
+        Returns False if ``timeout`` seconds passed first, else True.
+        """
+        if self.done >= seq:
+            return True
         ev = threading.Event()
         with self._lock:
             if self.done >= seq:
-                return
+                return True
             self._waiters.append((seq, ev))
-        ev.wait()
+        return ev.wait(timeout)     # a waiter left behind is dropped at its seq
 
     # -- worker -------------------------------------------------------------
     def _loop(self):
@@ -263,10 +316,12 @@ class Stream:
     def _inherit(args, outs):
         # An input that failed earlier poisons this op's outputs with the
         # original error, so the user sees the first cause, not a symptom.
+        # Once a sync point has reported that error it poisons nothing more
+        # (MXNet clears it): the op then runs on the placeholder values.
         for a in args:
-            if a._exc is not None:
-                for o in outs:
-                    o._exc = a._exc
+            err = a._exc
+            if err is not None and not err.reported:
+                _poison(outs, err)
                 return True
         return False
 
@@ -274,8 +329,25 @@ class Stream:
         _FAILED[0] = True
         err = op_error(name, self.ctx, e, f"engine's {self.ctx} worker")
         self.errors.append(err)
-        for o in outs:
-            o._exc = err
+        _poison(outs, err)
+
+
+def _poison(outs, err):
+    """Mark ``outs`` failed with ``err``, and give them placeholder values.
+
+    The values are what a later read sees once the error has been reported
+    (MXNet leaves the memory uninitialized): NaN, or 0 for integer types,
+    so that ops reading them still run.  In-place outputs keep their data.
+    """
+    for o in outs:
+        o._exc = err
+        if getattr(o, '_data', None) is None:
+            try:
+                xp = backend.xp(o._ctx)
+                fill = float('nan') if o._dtype.kind in 'fc' else 0
+                o._data = xp.full(o._shape, fill, dtype=o._dtype)
+            except Exception:            # e.g. a shape the op never made
+                o._data = None
 
 
 # ---------------------------------------------------------------------------
@@ -353,14 +425,80 @@ class engine_mode:
         return False
 
 
-def set_max_inflight(n):
-    """Bound the ops a stream may hold un-run before the front end blocks.
+def _inflight_from_env():
+    value = os.environ.get('D2LMINI_MAX_INFLIGHT', '')
+    if not value:
+        return None                          # adapt
+    try:
+        n = int(value)
+        if n >= 1:
+            return n
+    except ValueError:
+        pass
+    raise ValueError(f'D2LMINI_MAX_INFLIGHT={value!r}: use a positive integer '
+                     f'(operations a stream may hold un-run), or leave it unset')
 
-    Returns the previous bound.
+
+_MAX_INFLIGHT = [_inflight_from_env()]
+
+
+def set_max_inflight(n):
+    """Fix the number of ops a stream may hold un-run before ``push`` blocks.
+
+    ``None`` restores the default, an adaptive bound: 256 ops while they
+    are tiny (the fastest way to run them), up to 8192 when they are big,
+    so that a front end that never syncs runs far ahead, as on MXNet.
+    Returns the previous setting (an int, or None).
     """
     old = _MAX_INFLIGHT[0]
-    _MAX_INFLIGHT[0] = max(1, int(n))
+    _MAX_INFLIGHT[0] = None if n is None else max(1, int(n))
+    for s in list(_STREAMS.values()):
+        s.limit = _MAX_INFLIGHT[0] or _SHORT_QUEUE
+        s._pace = (None, 0.0)
     return old
+
+
+# --- bulk execution: MXNet's name, no effect here ---------------------------------
+# MXNet fuses up to `size` consecutive ops into one engine operation, to pay
+# its per-op engine overhead once per segment.  d2lmini's worker already runs
+# whatever is queued back to back while it holds the GIL, so there is
+# nothing to fuse: the size is recorded, and results, ordering and sync
+# points are exactly as without it.
+_BULK_SIZE = [15]            # MXNet's default (MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN)
+
+
+def set_bulk_size(size):
+    """Set the bulk size (MXNet's op batching; recorded, no effect here).
+
+    Returns the previous size.
+    """
+    old = _BULK_SIZE[0]
+    _BULK_SIZE[0] = int(size)
+    return old
+
+
+def bulk_size():
+    """The size set by :func:`set_bulk_size` or :class:`bulk`."""
+    return _BULK_SIZE[0]
+
+
+class bulk:
+    """``with mx.engine.bulk(size):`` sets the bulk size inside a block.
+
+    MXNet batches up to ``size`` operations into one engine operation; in
+    d2lmini this only records the size (see :func:`set_bulk_size`).
+    """
+
+    def __init__(self, size):
+        self.size = size
+
+    def __enter__(self):
+        self.old = set_bulk_size(self.size)
+        return self
+
+    def __exit__(self, *exc):
+        set_bulk_size(self.old)
+        return False
 
 
 # --- synchronization -----------------------------------------------------------
@@ -368,7 +506,9 @@ def waitall():
     """Block until every pushed operation has finished, on every device.
 
     Raises the first error that happened inside the engine since the last
-    sync point that reported it (then forgets them: the engine keeps working).
+    sync point that reported it.  Every error is reported once, as in
+    MXNet: after this call no array raises the errors it reported (the
+    engine keeps working, and those arrays hold placeholder values).
     """
     for s in list(_STREAMS.values()):
         s.wait(s.pushed)
@@ -379,12 +519,19 @@ def waitall():
     for s in list(_STREAMS.values()):
         errors += s.errors
         s.errors = []
+    for err in errors:
+        err.reported = True
     if errors:
         raise errors[0].with_traceback(None)
 
 
 def wait_for(arr):
-    """Wait until ``arr`` is computed; re-raise its producer's error."""
+    """Wait until ``arr`` is computed; raise its producer's error if unreported.
+
+    An error is reported once, at the first sync point that meets it (as in
+    MXNet): later reads of ``arr``, or of other arrays that carry the same
+    error, return their placeholder values.
+    """
     s = arr._stream
     seq = arr._seq
     if s.done < seq:
@@ -399,10 +546,13 @@ def wait_for(arr):
         w.cuda_stream.synchronize()
     err = arr._exc
     if err is not None:
-        for st in list(_STREAMS.values()):  # reported now: waitall need not repeat it
-            if err in st.errors:
-                st.errors.remove(err)
-        raise err.with_traceback(None)
+        arr._exc = None
+        if not err.reported:
+            err.reported = True
+            for st in list(_STREAMS.values()):  # waitall need not repeat it
+                if err in st.errors:
+                    st.errors.remove(err)
+            raise err.with_traceback(None)
 
 
 def _writer(arr):

@@ -15,12 +15,13 @@ Examples
 ...         data[:] = nd.random.uniform(-10, 10, shape=data.shape)
 """
 import json
+import warnings
 
 import numpy as np
 
 __all__ = ['InitDesc', 'Initializer', 'register', 'alias', 'create', 'Zero', 'One',
            'Constant', 'Uniform', 'Normal', 'Xavier', 'MSRAPrelu', 'Orthogonal',
-           'Mixed', 'Load']
+           'Bilinear', 'LSTMBias', 'Mixed', 'Load']
 
 _REGISTRY = {}
 
@@ -103,9 +104,19 @@ class Initializer:
         args = ', '.join(f'{k}={v!r}' for k, v in self._kwargs.items())
         return f'{type(self).__name__}({args})'
 
+    def __eq__(self, other):
+        # By value, as MXNet: a Parameter shared between two Blocks is looked
+        # up with each Block's own (equal, not identical) init, which must agree.
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self._kwargs == other._kwargs
+
+    __hash__ = None     # equal by value and mutable (set_verbosity): unhashable
+
     def __call__(self, desc, arr):
         if not isinstance(desc, InitDesc):
-            desc = InitDesc(str(desc))
+            self._legacy_init(desc, arr)
+            return
         if desc.global_init is None:
             desc.global_init = self
         init = desc.attrs.get('__init__')
@@ -115,15 +126,36 @@ class Initializer:
             self._verbose_print(desc, init, arr)
             return
         name = str(desc)
-        if name.endswith('weight'):
-            self._init_weight(desc, arr)
-        elif name.endswith(('bias', 'beta', 'running_mean', 'moving_mean', 'min')):
-            self._init_zero(desc, arr)
-        elif name.endswith(('gamma', 'running_var', 'moving_var', 'max')):
-            self._init_one(desc, arr)
-        else:
-            self._init_default(desc, arr)
-        self._verbose_print(desc, self, arr)
+        for suffix, fill in self._by_suffix():
+            if name.endswith(suffix):
+                fill(desc, arr)
+                self._verbose_print(desc, suffix, arr)
+                return
+        self._init_default(desc, arr)
+
+    def _by_suffix(self):
+        # MXNet's order; the running_*/moving_* statistics of BatchNorm too.
+        return (('weight', self._init_weight), ('bias', self._init_bias),
+                ('gamma', self._init_gamma), ('beta', self._init_beta),
+                ('running_mean', self._init_zero), ('moving_mean', self._init_zero),
+                ('running_var', self._init_one), ('moving_var', self._init_one),
+                ('min', self._init_zero), ('max', self._init_one))
+
+    def _legacy_init(self, name, arr):
+        """``init('fc1_weight', arr)``: a plain name, deprecated in MXNet too."""
+        warnings.warn('Calling initializer with init(str, NDArray) has been '
+                      'deprecated. please use init(mx.init.InitDesc(...), NDArray) '
+                      'instead.', DeprecationWarning, stacklevel=3)
+        if not isinstance(name, str):
+            raise TypeError(f'name must be a str, got {type(name).__name__}')
+        if name.startswith('upsampling'):
+            Bilinear()._init_weight(name, arr)
+            return
+        for suffix, fill in self._by_suffix():
+            if name.endswith(suffix):
+                fill(name, arr)
+                return
+        self._init_default(name, arr)
 
     # --- fillers subclasses may override -----------------------------------------
     def _init_weight(self, name, arr):
@@ -183,12 +215,35 @@ class One(Initializer):
 
 @register
 class Constant(Initializer):
-    """Every element ``value`` (a number, or an array of ``arr``'s shape)."""
+    """Every element ``value`` (a number, or an array of ``arr``'s shape).
+
+    ``dumps()`` writes an array value as nested lists (MXNet's format), and
+    two Constants are equal when their values are.
+    """
 
     def __init__(self, value):
-        kw = {'value': value if np.isscalar(value) else 'array'}
-        super().__init__(**kw)
+        super().__init__(value=value)
         self.value = value
+
+    def _plain_value(self):
+        v = self._kwargs['value']
+        if np.isscalar(v) or isinstance(v, list):
+            return v
+        return v.tolist() if isinstance(v, np.ndarray) else v.asnumpy().tolist()
+
+    def dumps(self):
+        # MXNet stores the list form back into _kwargs: json needs no arrays.
+        self._kwargs['value'] = self._plain_value()
+        return super().dumps()
+
+    def __eq__(self, other):
+        if not isinstance(other, Constant):
+            return NotImplemented
+        a, b = self._plain_value(), other._plain_value()
+        return type(self) is type(other) and np.array_equal(a, b) and \
+            np.shape(a) == np.shape(b)
+
+    __hash__ = None
 
     def _init_weight(self, _, arr):
         from .ndarray import NDArray, array
@@ -300,12 +355,58 @@ class Orthogonal(Initializer):
         arr[:] = (self.scale * q).reshape(arr.shape)
 
 
+@register
+class Bilinear(Initializer):
+    """The kernel of bilinear upsampling, for a ``Conv2DTranspose`` weight.
+
+    Every (kh, kw) slice of the 4-D weight gets
+    ``(1 - |x/f - c|) * (1 - |y/f - c|)`` with ``f = ceil(kw / 2)`` and
+    ``c = (2f - 1 - f % 2) / (2f)``: a 4x4 kernel is the outer product of
+    ``[1/4, 3/4, 3/4, 1/4]`` with itself (upsampling by 2).
+    """
+
+    def __init__(self):
+        super().__init__()
+
+    def _init_weight(self, name, arr):
+        shape = arr.shape
+        if len(shape) != 4:
+            raise ValueError(f'init.Bilinear: {name!r} has shape {shape}; it '
+                             f'initializes 4-D (out, in, kh, kw) kernels')
+        f = np.ceil(shape[3] / 2.)
+        c = (2 * f - 1 - f % 2) / (2. * f)
+        x = np.arange(shape[3])
+        y = np.arange(shape[2])
+        kernel = np.outer(1 - np.abs(y / f - c), 1 - np.abs(x / f - c))
+        arr[:] = np.broadcast_to(kernel.astype('float32'), shape)
+
+
+@register
+class LSTMBias(Initializer):
+    """Zeros, except the forget gate's quarter (the 2nd of the four LSTM gates)
+    set to ``forget_bias`` (Jozefowicz et al. 2015 recommend 1.0)."""
+
+    def __init__(self, forget_bias=1.0):
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = forget_bias
+
+    def _init_weight(self, name, arr):
+        num_hidden = arr.shape[0] // 4
+        values = np.zeros(arr.shape, dtype='float32')
+        values[num_hidden:2 * num_hidden] = self.forget_bias
+        arr[:] = values
+
+
 class _Dispatcher(Initializer):
     """An initializer that chooses per parameter name (Mixed, Load).
 
     A Parameter's own ``init`` still wins; otherwise ``_init_weight`` sees
     every parameter, whatever its name.
     """
+
+    # Their state (patterns, arrays) is not in _kwargs: equal only to themselves.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
     def __call__(self, desc, arr):
         init = getattr(desc, 'attrs', {}).get('__init__')

@@ -438,3 +438,75 @@ def test_mlp_against_torch(ctx, engine_kind):
     close(loss, tl.item())
     for p, t in zip(ps, tp):
         close(p.grad, t.grad.numpy())
+
+
+def test_fresh_grad_flag():
+    """MXNet's _fresh_grad: set by a backward that writes the gradient."""
+    x, y = nd.ones((2, 2)), nd.ones((2, 2))
+    dx, dy = nd.zeros((2, 2)), nd.zeros((2, 2))
+    autograd.mark_variables([x, y], [dx, dy])
+    assert x._fresh_grad is False and y._fresh_grad is False
+    with autograd.record():
+        (x + 2 + y).backward()
+    assert x._fresh_grad and y._fresh_grad
+    x._fresh_grad = y._fresh_grad = False
+    dx[:] = 0
+    with autograd.record():
+        (((x + 2).detach()) + y).backward()     # x is cut from the graph
+    assert (dx.asnumpy() == 0).all()
+    assert y._fresh_grad and not x._fresh_grad
+    z = nd.ones((2,))
+    assert z._fresh_grad is False               # not a variable
+    with pytest.raises(ValueError, match='attach_grad'):
+        z._fresh_grad = True
+    z.attach_grad()
+    assert z._fresh_grad is False               # a new variable starts clean
+
+
+def test_star_import_has_ndarray():
+    """`from mxnet.autograd import *` brings NDArray along, as MXNet's does."""
+    ns = {}
+    exec('from d2lmini.autograd import *', ns)
+    assert ns['NDArray'] is nd.NDArray
+    assert ns['record'] is autograd.record and ns['mark_variables']
+
+
+def _grads_by_mark_variables(func, *args):
+    """Upstream's grad_and_loss: mark_variables, record, backward."""
+    grads = [nd.zeros_like(x) for x in args]
+    autograd.mark_variables(list(args), grads)
+    with autograd.record():
+        out = func(*args)
+    autograd.backward([out])
+    return grads, out
+
+
+@pytest.mark.parametrize('func,expected', [
+    (lambda x: nd.exp(x), lambda x: [nd.exp(x)]),
+    (lambda x: x / 2, lambda x: [nd.ones(x.shape) * 0.5]),
+    (lambda x: x ** 2, lambda x: [2 * x]),
+    (lambda x, y: x + y, lambda x, y: [nd.ones(x.shape), nd.ones(y.shape)]),
+    (lambda x, y: x * y, lambda x, y: [y, x]),
+    (lambda x, y: x + x * y, lambda x, y: [nd.ones(x.shape) + y, x]),
+], ids=['exp', 'half', 'square', 'add', 'mul', 'compose'])
+def test_dense_gradients_are_exact(func, expected):
+    """The dense part of upstream test_unary_func/test_binary_func: equal bits."""
+    rng = np.random.default_rng(0)
+    nargs = func.__code__.co_argcount
+    args = [nd.array(rng.uniform(size=(4, 5))) for _ in range(nargs)]
+    grads, out = _grads_by_mark_variables(func, *args)
+    assert np.array_equal(out.asnumpy(), func(*args).asnumpy())
+    for g, e in zip(grads, expected(*args)):
+        assert np.array_equal(g.asnumpy(), e.asnumpy())
+
+
+def test_attach_grad_and_out_grad_keyword():
+    """The dense part of upstream test_attach_grad."""
+    x = nd.zeros((10, 10))
+    assert x.grad is None
+    x.attach_grad()
+    with autograd.record():
+        y = x * 2
+        assert y.grad is None
+        y.backward(out_grad=nd.ones_like(y))
+    assert (x.grad.asnumpy() == 2).all()

@@ -49,6 +49,7 @@ def test_shape_errors(engine_kind, bad, kind, words):
         bad()
     for w in words:
         assert w in str(e.value), (w, str(e.value))
+    assert isinstance(e.value, mx.base.MXNetError)    # both, as in MXNet 1.6+
     mx.nd.waitall()             # nothing was left failing inside the engine
 
 
@@ -114,6 +115,7 @@ def test_mixed_contexts(engine_kind):
         with pytest.raises(ValueError) as e:
             f()
         msg = str(e.value)
+        assert isinstance(e.value, mx.MXNetError)
         assert op in msg and 'cpu(0)' in msg and 'cpu(1)' in msg, msg
         assert '(2, 3)' in msg
 
@@ -221,3 +223,125 @@ def test_indexing_out_of_range():
     with pytest.raises(IndexError):
         x[nd.array([0, 4])] = 1
     np.testing.assert_array_equal(x.asnumpy(), np.ones((2, 3)))
+
+
+# --- the error hierarchy (mx.base, as MXNet 1.6+) ----------------------------------
+def test_mxnet_error_is_the_base():
+    assert mx.MXNetError is mx.base.MXNetError
+    assert issubclass(mx.MXNetError, RuntimeError)          # as in MXNet
+    assert issubclass(mx.engine.EngineError, mx.MXNetError)
+    from d2lmini.gluon.parameter import DeferredInitializationError
+    assert issubclass(DeferredInitializationError, mx.MXNetError)
+    assert issubclass(mx.base.InternalError, mx.MXNetError)
+
+
+@pytest.mark.parametrize('builtin', [ValueError, TypeError, IndexError, KeyError,
+                                     AttributeError, NotImplementedError,
+                                     ZeroDivisionError])
+def test_as_mxnet_error_mixes_in_the_builtin_type(builtin):
+    err = mx.base.as_mxnet_error(builtin('what went wrong'))
+    assert isinstance(err, mx.MXNetError) and isinstance(err, builtin)
+    assert 'what went wrong' in str(err)
+    assert isinstance(err.__cause__, builtin)
+    assert type(err) is type(mx.base.as_mxnet_error(builtin('again')))   # cached
+    plain = mx.base.as_mxnet_error(OSError('disk'))       # cannot mix: plain base
+    assert type(plain) is mx.MXNetError and 'disk' in str(plain)
+    same = mx.MXNetError('x')
+    assert mx.base.as_mxnet_error(same) is same
+
+
+def test_register_error():
+    @mx.base.register_error
+    class MyError(mx.MXNetError):
+        pass
+    assert mx.base.error_types['MyError'] is MyError
+    mx.base.register_error('Other', MyError)
+    assert mx.base.error_types['Other'] is MyError
+    vt = mx.base.error_types['ValueError']
+    assert issubclass(vt, ValueError) and issubclass(vt, mx.MXNetError)
+    del mx.base.error_types['MyError'], mx.base.error_types['Other']
+
+
+def test_internal_error_says_so():
+    assert 'internal error' in str(mx.base.InternalError('bad state'))
+
+
+@pytest.mark.skipif(mx.num_gpus() > 0, reason='needs a machine without a GPU')
+@pytest.mark.parametrize('make', [lambda: nd.zeros((1,), ctx=mx.gpu()),
+                                  lambda: nd.array([1.0], ctx=mx.gpu(0)),
+                                  lambda: nd.ones((1,)).as_in_context(mx.gpu(1))],
+                         ids=['zeros', 'array', 'as_in_context'])
+def test_no_gpu_is_an_mxnet_error(make):
+    """The classic try_gpu() catches exactly mx.base.MXNetError."""
+    with pytest.raises(mx.base.MXNetError, match='no GPU'):
+        make()
+
+    def try_gpu():
+        try:
+            ctx = mx.gpu()
+            _ = nd.zeros((1,), ctx=ctx)
+        except mx.base.MXNetError:
+            ctx = mx.cpu()
+        return ctx
+    assert try_gpu() == mx.cpu()
+
+
+def test_second_backward_is_an_mxnet_error():
+    x = nd.ones((2,))
+    x.attach_grad()
+    with autograd.record():
+        y = (x * x).sum()
+    y.backward()
+    with pytest.raises(mx.MXNetError, match='retain_graph=True'):
+        y.backward()
+
+
+def test_missing_modules_are_attribute_errors(monkeypatch):
+    """A lazy submodule not written yet (kvstore, ...) is an AttributeError,
+    so hasattr(mx, 'kv') is False instead of raising ModuleNotFoundError."""
+    monkeypatch.setattr(mx, '_LAZY', mx._LAZY + ('not_written_yet',))
+    assert hasattr(mx, 'not_written_yet') is False
+    with pytest.raises(AttributeError, match='not_written_yet'):
+        mx.not_written_yet
+    assert isinstance(hasattr(mx, 'kv'), bool)
+    assert not hasattr(mx, 'no_such_module')
+    import types
+    assert isinstance(mx.gluon, types.ModuleType)          # lazy ones still load
+    assert mx.base.MXNetError is mx.MXNetError
+
+
+def test_a_broken_import_inside_a_lazy_module_is_not_masked(monkeypatch):
+    import importlib
+
+    def broken(name, package=None):
+        raise ModuleNotFoundError("No module named 'some_dependency'",
+                                  name='some_dependency')
+    monkeypatch.setattr(importlib, 'import_module', broken)
+    with pytest.raises(ModuleNotFoundError, match='some_dependency'):
+        mx.__getattr__('gluon')
+
+
+def test_gluon_shape_mismatch_is_an_mxnet_error():
+    layer = mx.gluon.nn.Dense(10, in_units=10)
+    layer.initialize()
+    with pytest.raises(mx.MXNetError, match=r'\(2, 11\)'):
+        layer(nd.ones((2, 11)))
+
+
+
+def test_base_helpers_as_mxnet():
+    import numpy as np
+    from d2lmini.base import (_Null, integer_types, mx_real_t, numeric_types, py_str,
+                              string_types)
+    assert isinstance(3, integer_types) and isinstance(np.int64(3), integer_types)
+    assert not isinstance(3.0, integer_types)
+    assert isinstance(np.float16(1), numeric_types) and isinstance(2.5, numeric_types)
+    assert isinstance('a', string_types) and py_str(b'fc1_weight') == 'fc1_weight'
+    assert mx_real_t is np.float32 and repr(_Null) == '_Null'
+
+
+def test_util_answers_what_d2lmini_is():
+    import d2lmini as mx
+    assert mx.util.is_np_array() is False          # no mx.np front end
+    assert mx.util.is_np_shape() is True           # 0-d arrays exist
+    assert mx.nd.array([[1, 2], [3, 4]])[1, 1].shape == ()

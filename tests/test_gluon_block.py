@@ -72,7 +72,7 @@ def test_activation_child_is_registered_but_has_no_params():
 def test_sequential_add_index_len_iter_slice():
     net = nn.Sequential()
     layers = [nn.Dense(4), nn.Dense(3), nn.Dense(2)]
-    assert net.add(*layers) is net
+    assert net.add(*layers) is None     # as MXNet: no chaining
     assert len(net) == 3 and net[0] is layers[0] and net[-1] is layers[2]
     assert list(net) == layers
     sub = net[1:]
@@ -289,7 +289,7 @@ def test_hybrid_block_without_shape_inference_says_what_to_do():
 def test_hybrid_block_rejects_non_ndarray_input():
     d = nn.Dense(2, in_units=2)
     d.initialize()
-    with pytest.raises(TypeError, match='expects an NDArray'):
+    with pytest.raises(ValueError, match='at least one NDArray'):
         d(np.ones((1, 2)))
 
 
@@ -468,7 +468,7 @@ def test_forward_hooks_apply_and_summary(capsys):
     assert seen == ['Dense', 'Dense', 'Sequential']
     net.summary(nd.ones((5, 3)))
     out = capsys.readouterr().out
-    assert 'Dense-1' in out and '(5, 4)' in out and 'Parameters in total: 26' in out
+    assert 'Dense-1' in out and '(5, 4)' in out and 'Total params: 26' in out
 
 
 def test_cast_changes_parameter_dtype():
@@ -481,3 +481,216 @@ def test_cast_changes_parameter_dtype():
         warnings.simplefilter('error')
         y = d(nd.ones((1, 3), dtype='float64'))
     assert y.dtype == np.float64
+
+
+# --- HybridBlock inputs: None, lists, and what hybridize() refuses ------------
+class _AddOrPass(gluon.HybridBlock):
+    """a + b, or whichever of them is not None; lists are summed first."""
+
+    def hybrid_forward(self, F, a, b=None):
+        a, b = (sum(v) if isinstance(v, list) else v for v in (a, b))
+        if a is None or b is None:
+            if a is None and b is None:
+                raise NotImplementedError
+            return b if a is None else a
+        return a + b
+
+
+class _Chain(gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.f1, self.f2, self.f3 = _AddOrPass(), _AddOrPass(), _AddOrPass()
+
+    def hybrid_forward(self, F, a, b):
+        return self.f3(self.f2(a, self.f1(a, b)), b)
+
+
+@pytest.mark.parametrize('hybridize', [False, True])
+def test_hybrid_block_accepts_none_and_lists(hybridize):
+    one, two = nd.ones((3,)), 2 * nd.ones((3,))
+    for a, b, want in [(None, two, 2 * 2), (one, two, 1 * 2 + 2 * 2), (one, None, 2),
+                       ([one, one], [two, two], 2 * 2 + 4 * 2)]:
+        net = _Chain()
+        if hybridize:
+            net.hybridize()
+        for _ in range(2):                       # the second call: the 'cached' one
+            np.testing.assert_array_equal(net(a, b).asnumpy(), np.full(3, want))
+    net = _Chain()
+    if hybridize:
+        net.hybridize()
+    with pytest.raises(ValueError, match='at least one NDArray'):
+        net(None, None)
+
+
+def test_hybrid_block_without_hybridize_takes_python_numbers():
+    f = _AddOrPass()
+    np.testing.assert_array_equal(f(nd.ones((2,)), 3).asnumpy(), [4, 4])
+    np.testing.assert_array_equal(f([nd.ones((2,)), nd.ones((2,))], 1).asnumpy(),
+                                  [3, 3])
+
+
+def test_hybrid_block_runs_on_the_context_of_the_first_ndarray():
+    d = nn.Dense(2, in_units=3)
+    d.initialize(ctx=mx.cpu(1))
+
+    class Wrap(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.d = d
+
+        def hybrid_forward(self, F, nothing, x):
+            return self.d(x[0])
+
+    out = Wrap()(None, [nd.ones((4, 3), ctx=mx.cpu(1))])
+    assert out.context == mx.cpu(1) and out.shape == (4, 2)
+
+
+def test_hybridized_block_refuses_what_a_cached_graph_cannot_take():
+    f = _AddOrPass()
+    f.hybridize()
+    with pytest.raises(ValueError, match='NDArrays, None or'):
+        f(nd.ones((2,)), 1)
+    f = _AddOrPass()
+    f.hybridize()
+    with pytest.raises(ValueError, match='several contexts'):
+        f(nd.ones((2,), ctx=mx.cpu(1)), nd.ones((2,), ctx=mx.cpu(2)))
+    # The structure of the first call is kept; trailing Nones may come and go
+    # (arguments left to their defaults), anything else differs.
+    f = _AddOrPass()
+    f.hybridize()
+    f(nd.ones((2,)))
+    f(nd.ones((2,)), None)
+    with pytest.raises(ValueError, match='does not match the first call'):
+        f(nd.ones((2,)), nd.ones((2,)))
+    f.hybridize()                                # starts anew
+    np.testing.assert_array_equal(f(nd.ones((2,)), nd.ones((2,))).asnumpy(), [2, 2])
+    g = _Chain()
+    g.hybridize()
+    g(None, nd.ones((2,)))
+    with pytest.raises(ValueError, match=r'\[0, 0\].*\[-1, 0\]'):
+        g(nd.ones((2,)), nd.ones((2,)))
+
+
+# --- containers of Blocks -----------------------------------------------------
+def _collect_warnings(make):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        make().collect_params()
+    return [str(x.message) for x in w]
+
+
+def test_blocks_in_a_list_or_dict_attribute_warn_they_are_not_registered():
+    class InList(nn.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.layers = [nn.Dense(i + 1) for i in range(3)]
+
+    class InDict(nn.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.layers = {'a': (nn.Dense(2), nn.Dense(2))}
+
+    class InSequential(nn.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.layers = nn.Sequential()
+            self.layers.add(*[nn.Dense(i + 1) for i in range(3)])
+
+    class Registered(nn.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.layers = [nn.Dense(2), nn.Dense(3)]
+            for i, b in enumerate(self.layers):
+                self.register_child(b, f'layer{i}')
+            self.data = {'a': '4', 'b': 123}
+
+    msg = _collect_warnings(InList)
+    assert len(msg) == 1 and '"InList.layers" is an unregistered container with ' \
+        'Blocks' in msg[0] and 'register_child()' in msg[0]
+    assert len(_collect_warnings(InDict)) == 1
+    assert _collect_warnings(InSequential) == []
+    assert _collect_warnings(Registered) == []
+    with pytest.warns(UserWarning, match='unregistered container'):
+        assert len(InList().collect_params()) == 0     # what the warning is about
+
+
+def test_sequential_of_hybrid_blocks_suggests_hybrid_sequential():
+    net = nn.Sequential()
+    net.add(nn.Dense(20))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        net.hybridize()
+    assert len(w) == 1 and 'Consider using HybridSequential' in str(w[0].message)
+    assert net[0]._active
+    mixed = nn.Sequential()
+    mixed.add(nn.Dense(2), MLP())
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        mixed.hybridize()
+
+
+def test_summary_refuses_a_hybridized_block_and_leaves_no_hooks():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(4, in_units=3), nn.Dense(2, in_units=4))
+    net.initialize()
+    net[1].hybridize()
+    with pytest.raises(AssertionError, match='must not be hybridized'):
+        net.summary(nd.ones((5, 3)))
+    assert all(not b._forward_hooks for b in (net, net[0], net[1]))
+
+
+def test_summary_prints_mxnets_table(capsys):
+    net = nn.Sequential()
+    net.add(nn.Embedding(40, 30), nn.Dense(30, flatten=False), nn.BatchNorm(axis=-1))
+    net.add(nn.Dense(30, flatten=False, params=net[1].params))
+    net.initialize()
+    net.summary(nd.ones((4, 5)))
+    lines = capsys.readouterr().out.splitlines()
+    fmt = '{:>20}  {:>42} {:>15}'
+    assert lines[1] == fmt.format('Layer (type)', 'Output Shape', 'Param #')
+    assert lines[3] == fmt.format('Input', '(4, 5)', 0)
+    assert lines[4] == fmt.format('Embedding-1', '(4, 5, 30)', 1200)
+    assert lines[5] == fmt.format('Dense-2', '(4, 5, 30)', 930)
+    assert lines[6] == fmt.format('BatchNorm-3', '(4, 5, 30)', 120)
+    assert lines[7] == fmt.format('Dense-4', '(4, 5, 30)', 930)   # shares Dense-2's
+    assert lines[9:15] == [
+        'Parameters in forward computation graph, duplicate included',
+        '   Total params: 3180', '   Trainable params: 3120',
+        '   Non-trainable params: 60',            # BatchNorm's running mean and var
+        'Shared params in forward computation graph: 930',
+        'Unique parameters in model: 2250']
+
+
+def test_hybrid_block_children_must_be_hybrid_blocks():
+    net = nn.HybridSequential()
+    with pytest.raises(ValueError, match='try HybridSequential'):
+        net.add(MLP())
+    with pytest.raises(ValueError, match='must also be HybridBlock'):
+        nn.Dense(2).child = MLP()
+
+
+def test_hybridize_warns_about_forward_hooks():
+    d = nn.Dense(2)
+    d.register_forward_hook(lambda *a: None)
+    with pytest.warns(UserWarning, match='hooks will not take effect'):
+        d.hybridize()
+
+
+def test_hybridize_clear_false_keeps_the_recorded_input_structure():
+    f = _AddOrPass()
+    f.hybridize()
+    f(nd.ones((2,)), nd.ones((2,)))
+    f.hybridize(clear=False, static_alloc=True)
+    with pytest.raises(ValueError, match='does not match'):
+        f(None, nd.ones((2,)))
+    f.hybridize(static_alloc=True)                  # clear=True: a new structure
+    np.testing.assert_array_equal(f(None, nd.ones((2,))).asnumpy(), [1, 1])
+
+
+def test_summary_of_a_net_on_another_context(capsys):
+    net = nn.Sequential()
+    net.add(nn.Dense(3, in_units=2))
+    net.initialize(ctx=[mx.cpu(1), mx.cpu(2)])
+    net.summary(nd.ones((4, 2), ctx=mx.cpu(2)))
+    out = capsys.readouterr().out
+    assert 'Dense-1' in out and 'Total params: 9' in out

@@ -1,4 +1,6 @@
 """Initializers: statistics against theory, precedence rules, reproducibility."""
+import json
+
 import numpy as np
 import pytest
 
@@ -135,14 +137,39 @@ def test_custom_parameters_get_the_global_initializer_whatever_their_name():
 
 def test_name_dispatch_when_called_directly():
     arr = nd.ones((2, 3))
-    init.Xavier()('fc_bias', arr)
+    init.Xavier()(init.InitDesc('fc_bias'), arr)
     assert np.all(arr.asnumpy() == 0)
-    init.Xavier()('bn_gamma', arr)
+    init.Xavier()(init.InitDesc('bn_gamma'), arr)
     assert np.all(arr.asnumpy() == 1)
-    init.Xavier()('fc_weight', arr)
+    init.Xavier()(init.InitDesc('bn_running_mean'), arr)
+    assert np.all(arr.asnumpy() == 0)
+    init.Xavier()(init.InitDesc('fc_weight'), arr)
     assert arr.asnumpy().std() > 0
     with pytest.raises(ValueError, match="don't know how to initialize"):
-        init.Xavier()('foo', arr)
+        init.Xavier()(init.InitDesc('foo'), arr)
+    # A plain name: MXNet's deprecated legacy path, same dispatch
+    with pytest.warns(DeprecationWarning, match='InitDesc'):
+        init.Xavier()('bn_beta', arr)
+    assert np.all(arr.asnumpy() == 0)
+    up = nd.zeros((1, 1, 4, 4))
+    with pytest.warns(DeprecationWarning):
+        init.Zero()('upsampling0_weight', up)       # legacy: bilinear kernel
+    assert up.asnumpy()[0, 0, 1, 1] == 0.5625
+
+
+def test_subclass_fillers_are_used_by_name():
+    class BiasTwo(init.Uniform):
+        def _init_bias(self, _, arr):
+            arr[:] = 2.0
+
+        def _init_gamma(self, _, arr):
+            arr[:] = 3.0
+
+    arr = nd.zeros((3,))
+    BiasTwo()(init.InitDesc('fc_bias'), arr)
+    assert np.all(arr.asnumpy() == 2)
+    BiasTwo()(init.InitDesc('bn_gamma'), arr)
+    assert np.all(arr.asnumpy() == 3)
 
 
 def test_mixed_and_load():
@@ -182,3 +209,72 @@ def test_verbose_initialization_prints(capsys):
     d.initialize(init.Normal(), verbose=True)
     out = capsys.readouterr().out
     assert 'Initialized v_weight' in out
+
+
+def test_initializers_compare_equal_by_value():
+    assert init.Constant(-10) == init.Constant(-10.0)
+    assert init.Constant(-10) != init.Constant(-9)
+    assert init.Constant(nd.ones((2, 3))) == init.Constant(np.ones((2, 3)))
+    assert init.Constant(nd.ones((2, 3))) != init.Constant(np.ones((3, 2)))
+    assert init.Xavier(magnitude=2) == init.Xavier(magnitude=2)
+    assert init.Xavier(magnitude=2) != init.Xavier(magnitude=3)
+    assert init.Zero() != init.One() and init.Uniform() != 'uniform'
+    # Mixed and Load keep their state outside _kwargs: equal only to themselves
+    m = init.Mixed(['.*'], [init.One()])
+    assert m == m and m != init.Mixed(['.*'], [init.Zero()])
+    assert init.Load({'w': nd.ones(2)}) != init.Load({'w': nd.zeros(2)})
+
+
+def test_sharing_with_an_equal_but_not_identical_init():
+    class MyBlock(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.param = self.params.get('param', shape=(1,),
+                                             init=init.Constant(-10.0))
+
+    a = MyBlock()
+    b = MyBlock(params=a.collect_params())      # get() sees a new Constant(-10)
+    assert a.param is b.param
+    c = MyBlock()
+    assert c.param is not a.param and c.param.init == a.param.init
+    with pytest.raises(ValueError, match='init'):
+        a.params.get('param', init=init.Constant(3.0))
+
+
+def test_constant_dumps_arrays_as_lists():
+    c = init.Constant(nd.arange(6).reshape(2, 3))
+    assert c.dumps() == '["constant", {"value": [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]}]'
+    assert c.dumps() == json.dumps(['constant', c._kwargs])
+    assert init.Constant(1).dumps() == '["constant", {"value": 1}]'
+    back = initializer.create(init.Constant(np.ones((2, 2))).dumps())
+    np.testing.assert_array_equal(draw(back, (2, 2)), 1)
+
+
+def _bilinear_reference(shape):
+    """The upsampling kernel, one element at a time from its definition."""
+    f = np.ceil(shape[3] / 2.0)
+    c = (2 * f - 1 - f % 2) / (2.0 * f)
+    w = np.zeros(shape)
+    for idx in np.ndindex(*shape):
+        y, x = idx[2], idx[3]
+        w[idx] = (1 - abs(x / f - c)) * (1 - abs(y / f - c))
+    return w
+
+
+@pytest.mark.parametrize('shape', [(1, 1, 4, 4), (2, 3, 3, 3), (1, 2, 5, 6)])
+def test_bilinear_upsampling_kernel(shape):
+    w = nd.empty(shape)
+    init.Bilinear()._init_weight('up_weight', w)
+    np.testing.assert_allclose(w.asnumpy(), _bilinear_reference(shape), rtol=1e-6)
+    if shape == (1, 1, 4, 4):
+        k = np.array([0.25, 0.75, 0.75, 0.25])
+        np.testing.assert_array_equal(w.asnumpy()[0, 0], np.outer(k, k))
+    assert initializer.create('bilinear') == init.Bilinear()
+    with pytest.raises(ValueError, match='4-D'):
+        init.Bilinear()._init_weight('w', nd.empty((4, 4)))
+
+
+def test_lstm_bias_sets_the_forget_gate():
+    b = draw(init.LSTMBias(forget_bias=2.5), (12,), name='lstm_i2h_bias')
+    np.testing.assert_array_equal(b, [0] * 3 + [2.5] * 3 + [0] * 6)

@@ -181,3 +181,155 @@ def test_repr_and_unknown_keyword():
         gloss.SoftmaxCrossEntropyLoss(sparse_labels=False)
     with pytest.raises(TypeError, match='weight must be a number'):
         gloss.L1Loss(weight=nd.ones(1))(nd.ones((1, 1)), nd.ones((1, 1)))
+
+
+def numeric_grad(f, x, eps=1e-3):
+    """Central differences of the scalar f(x) (x float64)."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += eps
+        xm[i] -= eps
+        g[i] = (f(xp) - f(xm)) / (2 * eps)
+    return g
+
+
+# --- Poisson negative log-likelihood ------------------------------------------
+def np_poisson_nll(pred, target, from_logits=True, compute_full=False, eps=1e-8):
+    if from_logits:
+        loss = np.exp(pred) - target * pred
+    else:
+        loss = pred - target * np.log(pred + eps)
+    if compute_full:
+        t = np.where(target > 1, target, 1.0)
+        loss = loss + (t * np.log(t) - t + 0.5 * np.log(2 * np.pi * t)) * (target > 1)
+    return loss.mean()
+
+
+@pytest.mark.parametrize('from_logits', [True, False])
+@pytest.mark.parametrize('compute_full', [False, True])
+def test_poisson_nll_matches_numpy(from_logits, compute_full, ctx):
+    rng = np.random.default_rng(1)
+    pred = rng.uniform(0.1, 3, (4, 5))
+    target = rng.poisson(2.0, (4, 5)).astype(np.float64)     # zeros included
+    f = gloss.PoissonNLLLoss(from_logits=from_logits, compute_full=compute_full)
+    l = f(nd.array(pred, ctx=ctx), nd.array(target, ctx=ctx))
+    assert l.shape == (1,) and l.context == ctx and np.isfinite(l.asscalar())
+    close(l, [np_poisson_nll(pred, target, from_logits, compute_full)], rtol=1e-5)
+
+
+def test_poisson_nll_weights_epsilon_and_label_shape():
+    pred, target = np.array([[0.5], [2.0]]), np.array([1.0, 3.0])
+    f = gloss.PoissonNLLLoss(from_logits=False, weight=2.0)
+    l = f(nd.array(pred), nd.array(target), nd.array([[1.0], [0.0]]), epsilon=0.5)
+    want = 2.0 * np.mean((pred[:, 0] - target * np.log(pred[:, 0] + 0.5)) * [1, 0])
+    close(l, [want], rtol=1e-6)
+
+
+def test_poisson_nll_gradient_by_central_differences():
+    rng = np.random.default_rng(2)
+    pred = rng.uniform(0.5, 2, (3, 4))
+    target = rng.poisson(3.0, (3, 4)).astype(np.float64)
+    for from_logits in (True, False):
+        x = nd.array(pred, dtype='float64')
+        x.attach_grad()
+        f = gloss.PoissonNLLLoss(from_logits=from_logits, compute_full=True)
+        with autograd.record():
+            l = f(x, nd.array(target, dtype='float64'))
+        l.backward()
+        want = numeric_grad(lambda p: np_poisson_nll(p, target, from_logits, True), pred)
+        close(x.grad, want, rtol=1e-5, atol=1e-8)
+
+
+@needs_torch
+@pytest.mark.parametrize('from_logits', [True, False])
+def test_poisson_nll_matches_torch_full(from_logits):
+    rng = np.random.default_rng(3)
+    pred = rng.uniform(0.1, 3, (6, 2)).astype(np.float32)
+    target = rng.poisson(2.5, (6, 2)).astype(np.float32)
+    l = gloss.PoissonNLLLoss(from_logits=from_logits, compute_full=True)(
+        nd.array(pred), nd.array(target))
+    t = tF.poisson_nll_loss(torch.tensor(pred), torch.tensor(target),
+                            log_input=from_logits, full=True, eps=1e-8)
+    close(l, [t.item()], rtol=1e-5)
+
+
+# --- cosine embedding ---------------------------------------------------------
+def np_cosine_embedding(x, y, label, margin=0.0):
+    cos = (x * y).sum(-1) / np.maximum(np.linalg.norm(x, axis=-1) *
+                                       np.linalg.norm(y, axis=-1), 1e-12)
+    return np.where(label == 1, 1 - cos, np.maximum(0, cos - margin))[:, None]
+
+
+@pytest.mark.parametrize('margin', [0.0, 0.3])
+def test_cosine_embedding_matches_numpy(margin, ctx):
+    x, y = rnd(6, 4, seed=1), rnd(6, 4, seed=2)
+    label = np.array([1, -1, 1, -1, -1, 1], dtype=np.float32)
+    f = gloss.CosineEmbeddingLoss(margin=margin)
+    l = f(nd.array(x, ctx=ctx), nd.array(y, ctx=ctx), nd.array(label, ctx=ctx))
+    assert l.shape == (6, 1) and l.context == ctx          # MXNet's shape
+    close(l, np_cosine_embedding(x, y, label, margin), rtol=1e-5, atol=1e-6)
+    w = gloss.CosineEmbeddingLoss(margin=margin, weight=0.5)(
+        nd.array(x), nd.array(y), nd.array(label), nd.arange(6).reshape(6, 1))
+    close(w, 0.5 * np.arange(6)[:, None] * np_cosine_embedding(x, y, label, margin),
+          rtol=1e-5, atol=1e-6)
+
+
+def test_cosine_embedding_of_a_zero_vector_is_finite():
+    l = gloss.CosineEmbeddingLoss()(nd.zeros((1, 3)), nd.ones((1, 3)), nd.array([1]))
+    close(l, [[1.0]])
+
+
+def test_cosine_embedding_gradient_by_central_differences():
+    x, y = rnd(3, 4, seed=4).astype(np.float64), rnd(3, 4, seed=5).astype(np.float64)
+    label = np.array([1.0, -1.0, -1.0])
+    a = nd.array(x, dtype='float64')
+    a.attach_grad()
+    with autograd.record():
+        l = gloss.CosineEmbeddingLoss(margin=-0.5)(a, nd.array(y, dtype='float64'),
+                                                   nd.array(label))
+    l.backward()
+    want = numeric_grad(lambda p: np_cosine_embedding(p, y, label, -0.5).sum(), x)
+    close(a.grad, want, rtol=1e-5, atol=1e-8)
+
+
+@needs_torch
+def test_cosine_embedding_matches_torch():
+    x, y = rnd(5, 7, seed=6), rnd(5, 7, seed=7)
+    label = np.array([1, -1, -1, 1, -1], dtype=np.float32)
+    l = gloss.CosineEmbeddingLoss(margin=0.2)(nd.array(x), nd.array(y), nd.array(label))
+    t = tF.cosine_embedding_loss(torch.tensor(x), torch.tensor(y), torch.tensor(label),
+                                 margin=0.2, reduction='none')
+    close(l[:, 0], t.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# --- metric learning: triplet and SDML ----------------------------------------
+def test_triplet_loss_matches_numpy():
+    a, p, n = rnd(4, 3, 2, seed=8), rnd(4, 3, 2, seed=9), rnd(4, 6, seed=10)
+    l = gloss.TripletLoss(margin=0.5)(nd.array(a), nd.array(p), nd.array(n))
+    d = ((p - a) ** 2).sum(axis=(1, 2)) - ((n.reshape(a.shape) - a) ** 2).sum(axis=(1, 2))
+    assert l.shape == (4,)
+    close(l, np.maximum(d + 0.5, 0), rtol=1e-5, atol=1e-6)
+
+
+def np_sdml(x1, x2, smoothing=0.3):
+    n = x1.shape[0]
+    dist = ((x1[:, None, :] - x2[None, :, :]) ** 2).sum(-1)
+    logp = np_log_softmax(-dist, axis=1)
+    labels = np.where(np.eye(n) == 1, 1 - smoothing, smoothing / (n - 1))
+    return (labels * (np.log(labels + 1e-12) - logp)).mean(axis=1)
+
+
+def test_sdml_loss_matches_numpy_and_central_differences():
+    x1, x2 = rnd(5, 3, seed=11).astype(np.float64), rnd(5, 3, seed=12).astype(np.float64)
+    a = nd.array(x1, dtype='float64')
+    a.attach_grad()
+    with autograd.record():
+        l = gloss.SDMLLoss(smoothing_parameter=0.2)(a, nd.array(x2, dtype='float64'))
+    assert l.shape == (5,)
+    close(l, np_sdml(x1, x2, 0.2), rtol=1e-6)
+    l.backward()
+    close(a.grad, numeric_grad(lambda v: np_sdml(v, x2, 0.2).sum(), x1),
+          rtol=1e-5, atol=1e-8)
+    with pytest.raises(ValueError, match=r'\(batch, dim\)'):
+        gloss.SDMLLoss()(nd.ones((2, 3)), nd.ones((3, 3)))

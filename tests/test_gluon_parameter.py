@@ -200,3 +200,54 @@ def test_cast_and_dtype():
 def test_var_is_not_available():
     with pytest.raises(NotImplementedError, match='symbolic'):
         gluon.Parameter('w', shape=(1,)).var()
+
+
+def test_storage_types_other_than_the_known_ones_fail_an_assertion():
+    for kw in ({'stype': 'invalid'}, {'grad_stype': 'invalid'}):
+        with pytest.raises(AssertionError, match='not a storage type'):
+            gluon.Parameter('w', shape=(2, 2), **kw)
+
+
+def test_get_constant_checks_the_value_of_an_existing_constant():
+    params = gluon.ParameterDict('b_')
+    c = params.get_constant('c', [[1, 2], [3, 4]])
+    assert params.get_constant('c') is c
+    assert params.get_constant('c', nd.array([[1, 2], [3, 4]])) is c
+    with pytest.raises(ValueError, match="Constant 'b_c' already exists"):
+        params.get_constant('c', [[1, 2], [3, 5]])
+    with pytest.raises(ValueError, match='already exists'):
+        params.get_constant('c', [1, 2, 3, 4])
+    with pytest.raises(KeyError, match='give a value'):
+        params.get_constant('d')
+
+
+def test_parameter_dict_load_dict_and_dtype_source(tmp_path):
+    src = gluon.ParameterDict('')
+    src.get('w0', shape=(2, 3), dtype='float32')
+    src.get('w1', shape=(2,), dtype='int8')
+    src.initialize(init.One())
+    f = str(tmp_path / 'p.params')
+    src.save(f)
+    dst = gluon.ParameterDict('net_')
+    dst.get('w0', shape=(2, 3), dtype='float16')
+    dst.get('w1', shape=(2,), dtype='float64')
+    dst.load(f, restore_prefix='net_', cast_dtype=True, dtype_source='current')
+    assert dst['net_w0'].data().dtype == np.float16
+    assert dst['net_w1'].data().dtype == np.float64
+    dst.load(f, restore_prefix='net_', cast_dtype=True, dtype_source='saved')
+    assert dst['net_w0'].data().dtype == np.float32
+    assert dst['net_w1'].data().dtype == np.int8
+    np.testing.assert_array_equal(dst['net_w1'].data().asnumpy(), [1, 1])
+    with pytest.raises(ValueError, match='dtype_source'):
+        dst.load(f, restore_prefix='net_', cast_dtype=True, dtype_source='file')
+    # load_dict: a dict in memory, MXNet's 'arg:'/'aux:' names accepted
+    d = gluon.ParameterDict('')
+    d.get('w0', shape=(2, 3))
+    d.load_dict({'arg:w0': nd.full((2, 3), 7)}, ctx=mx.cpu(1))
+    assert d['w0'].list_ctx() == [mx.cpu(1)]
+    np.testing.assert_array_equal(d['w0'].data().asnumpy(), np.full((2, 3), 7))
+    d2 = gluon.ParameterDict('')
+    d2.get('w0', shape=(2, 3))
+    d2.get('w9', shape=(1,))
+    with pytest.raises(ValueError, match="(?s)'param_dict'.*missing.*'w9'"):
+        d2.load_dict({'w0': nd.ones((2, 3))})

@@ -1,6 +1,7 @@
 """save_parameters / load_parameters: round trips and refusal of files that
 do not fit, with a message naming every mismatching parameter."""
 import os
+import struct
 
 import numpy as np
 import pytest
@@ -194,7 +195,7 @@ def test_not_a_parameter_file(tmp_path):
     f = str(tmp_path / 'junk.params')
     with open(f, 'wb') as fh:
         fh.write(b'not a zip')
-    with pytest.raises(ValueError, match='d2lmini NDArray file'):
+    with pytest.raises(ValueError, match='not a valid NDArray file'):
         MLP().load_parameters(f)
     nd.save(f, [nd.ones(1)])
     with pytest.raises(ValueError, match='list of arrays'):
@@ -213,3 +214,80 @@ def test_deprecated_aliases(tmp_path):
     with pytest.warns(DeprecationWarning):
         e.load_params(f)
     np.testing.assert_array_equal(e.weight.data().asnumpy(), d.weight.data().asnumpy())
+
+
+def test_parameter_dict_cast_dtype_current_or_saved(tmp_path):
+    from d2lmini import gluon
+    f = str(tmp_path / 'p.params')
+    p0 = gluon.ParameterDict('')
+    p0.get('w0', shape=(3, 3), dtype='float32')
+    p0.get('w1', shape=(3, 3), dtype='int8')
+    p0.initialize(init.One(), ctx=mx.cpu(1))
+    p0.save(f)
+    p1 = gluon.ParameterDict('')
+    p1.get('w0', shape=(3, 3), dtype='float16')
+    p1.get('w1', shape=(3, 3), dtype='float64')
+    p1.load(f, cast_dtype=True, dtype_source='current')
+    assert p1['w0'].data().dtype is np.float16 and p1['w1'].data().dtype is np.float64
+    p1.load(f, cast_dtype=True, dtype_source='saved')
+    assert p1['w0'].data().dtype is np.float32 and p1['w1'].data().dtype is np.int8
+    np.testing.assert_array_equal(p1['w1'].data().asnumpy(), np.ones((3, 3)))
+    with pytest.raises(ValueError, match='dtype_source'):
+        p1.load(f, dtype_source='file')
+
+
+def _mxnet_dense_file(weight, bias):
+    """The bytes MXNet 1.9.1 writes for Dense(3, in_units=2).save_parameters:
+    names 'weight' and 'bias', float32 V2 records on cpu(0)."""
+    def rec(a):
+        return (struct.pack('<Iii', 0xF993FAC9, 0, a.ndim)
+                + struct.pack(f'<{a.ndim}q', *a.shape)
+                + struct.pack('<iii', 1, 0, 0) + a.astype('<f4').tobytes())
+    names = [b'weight', b'bias']
+    return (struct.pack('<QQQ', 0x112, 0, 2) + rec(weight) + rec(bias)
+            + struct.pack('<Q', 2)
+            + b''.join(struct.pack('<Q', len(n)) + n for n in names))
+
+
+def test_parameters_move_to_and_from_mxnet(tmp_path):
+    w = np.arange(6, dtype=np.float32).reshape(3, 2) / 10
+    b = np.array([1, 2, 3], np.float32)
+    f = tmp_path / 'from_mxnet.params'
+    f.write_bytes(_mxnet_dense_file(w, b))
+    net = nn.Dense(3, in_units=2)
+    net.load_parameters(str(f))
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), w)
+    np.testing.assert_array_equal(net.bias.data().asnumpy(), b)
+    g = tmp_path / 'to_mxnet.params'
+    net.save_parameters(str(g))
+    assert g.read_bytes() == f.read_bytes()              # what MXNet would write
+
+
+def test_empty_net_round_trip(tmp_path):
+    f = str(tmp_path / 'empty.params')
+    nn.Sequential().save_parameters(f)
+    assert nd.load(f) == []
+    nn.Sequential().load_parameters(f)                    # nothing to load, no error
+
+
+def test_legacy_prefixed_file_honours_dtype_source(tmp_path):
+    """A file of full names without the block's prefix (MXNet's legacy
+    path of load_parameters) goes through ParameterDict.load, dtype_source too."""
+    def make():
+        net = nn.Sequential(prefix='net_')
+        with net.name_scope():
+            net.add(nn.Dense(3, in_units=5))
+        return net
+    net = make()
+    net.initialize(init.Normal(1.0))
+    f = str(tmp_path / 'legacy.params')
+    net.collect_params().save(f, strip_prefix='net_')
+    assert sorted(nd.load(f)) == ['dense0_bias', 'dense0_weight']
+    half = make()
+    half.cast('float16')
+    half.load_parameters(f, cast_dtype=True, dtype_source='current')
+    assert half[0].weight.data().dtype is np.float16
+    half.load_parameters(f, cast_dtype=True, dtype_source='saved')
+    assert half[0].weight.data().dtype is np.float32
+    np.testing.assert_array_equal(half[0].weight.data().asnumpy(),
+                                  net[0].weight.data().asnumpy())

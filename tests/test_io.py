@@ -1,8 +1,9 @@
-"""nd.save / nd.load: round trips, atomic writes, clear errors, no pickle."""
+"""nd.save / nd.load: MXNet's file format, round trips, atomic writes, clear errors."""
 import io
 import json
 import os
 import stat
+import struct
 import zipfile
 
 import numpy as np
@@ -56,8 +57,6 @@ def test_single_array_and_empty(tmp_path):
     np.testing.assert_array_equal(x.asnumpy(), np.arange(4, dtype=np.float32))
     nd.save(f, [])
     assert nd.load(f) == []
-    nd.save(f, {})
-    assert nd.load(f) == {}
 
 
 def test_save_from_other_context_and_load_to_ctx(tmp_path):
@@ -87,17 +86,122 @@ def test_overwrite_replaces(tmp_path):
     assert list(back) == ['w'] and back['w'].shape == (2,)
 
 
-def test_format_is_documented_npz(tmp_path):
-    """Any NumPy can read the file: an npz with a JSON header entry."""
+def test_exact_bytes_of_a_small_dict_file(tmp_path):
+    """The header, one V2 record and the names, computed by hand from the spec."""
     f = str(tmp_path / 'x')
-    nd.save(f, {'w': nd.ones((2, 2)), 'b': nd.zeros(3)})
-    with zipfile.ZipFile(f) as z:
-        meta = json.loads(z.read('__d2lmini__.json'))
-    assert meta['format'] == 'd2lmini-ndarray' and meta['version'] == 1
-    assert meta['kind'] == 'dict' and meta['keys'] == ['w', 'b']
-    with np.load(f, allow_pickle=False) as npz:
-        np.testing.assert_array_equal(npz['arr_0'], np.ones((2, 2)))
-        np.testing.assert_array_equal(npz['arr_1'], np.zeros(3))
+    nd.save(f, {'w': nd.array([[1, 2, 3], [4, 5, 6]], dtype='int32')})
+    want = (b'\x12\x01\0\0\0\0\0\0'            # u64 0x112: list magic
+            + b'\0' * 8                               # u64 reserved
+            + b'\x01' + b'\0' * 7                     # u64: one array
+            + b'\xc9\xfa\x93\xf9'                     # u32 0xF993FAC9: V2
+            + b'\0\0\0\0'                             # i32 storage: dense
+            + b'\x02\0\0\0'                           # i32 ndim 2
+            + b'\x02' + b'\0' * 7 + b'\x03' + b'\0' * 7  # i64 dims 2, 3
+            + b'\x01\0\0\0' + b'\0\0\0\0'              # cpu (1), dev_id 0
+            + b'\x04\0\0\0'                           # dtype flag 4: int32
+            + b''.join(bytes([i, 0, 0, 0]) for i in range(1, 7))
+            + b'\x01' + b'\0' * 7                     # u64: one name
+            + b'\x01' + b'\0' * 7 + b'w')             # u64 length 1, 'w'
+    assert open(f, 'rb').read() == want
+
+
+def test_list_file_has_no_names_and_keeps_context_and_dtype_flags(tmp_path):
+    f = str(tmp_path / 'x')
+    arrays = [nd.ones((1,), ctx=mx.cpu(3), dtype=dt) for dt in ndio.DTYPES]
+    nd.save(f, arrays)
+    b = open(f, 'rb').read()
+    assert b.endswith(b'\0' * 8)                    # zero names: a list
+    pos = 24
+    for flag, a in enumerate(arrays):
+        magic, stype, ndim, dim, dev_type, dev_id, dflag = struct.unpack_from(
+            '<IiiqiiI', b, pos)
+        assert (magic, stype, ndim, dim) == (0xF993FAC9, 0, 1, 1)
+        assert (dev_type, dev_id, dflag) == (1, 3, flag)
+        pos += 32 + a.asnumpy().itemsize
+    assert pos == len(b) - 8
+
+
+def test_zero_d_arrays_use_the_numpy_shape_magic(tmp_path):
+    f = str(tmp_path / 'x')
+    nd.save(f, [nd.array(2.5).reshape(()), nd.ones((2,))])
+    b = open(f, 'rb').read()
+    # MXNet refuses files mixing V2 and V3 records: both are V3.
+    assert struct.unpack_from('<Iii', b, 24) == (0xF993FACA, 0, 0)
+    assert struct.unpack_from('<Iiiq', b, 24 + 24 + 4) == (0xF993FACA, 0, 1, 2)
+    x, y = nd.load(f)
+    assert x.shape == () and x.asscalar() == 2.5 and y.shape == (2,)
+
+
+def _legacy_record(magic_and_shape, ctx=(1, 0), flag=0, data=b''):
+    return magic_and_shape + struct.pack('<ii', *ctx) + struct.pack('<i', flag) + data
+
+
+def test_reads_legacy_v0_and_v1_records():
+    vals = np.arange(6, dtype=np.float32)
+    v0 = _legacy_record(struct.pack('<III', 2, 2, 3), data=vals.tobytes())
+    v1 = _legacy_record(struct.pack('<Iiqq', 0xF993FAC8, 2, 3, 2), flag=1,
+                        data=vals.astype(np.float64).tobytes())
+    buf = struct.pack('<QQQ', 0x112, 0, 2) + v0 + v1 + struct.pack('<Q', 0)
+    a, b = nd.load_frombuffer(buf)
+    np.testing.assert_array_equal(a.asnumpy(), vals.reshape(2, 3))
+    assert b.dtype is np.float64
+    np.testing.assert_array_equal(b.asnumpy(), vals.reshape(3, 2))
+
+
+MXNET_LEGACY = '/tmp/mx191/tests/python/unittest/legacy_ndarray.v0'
+
+
+@pytest.mark.skipif(not os.path.exists(MXNET_LEGACY),
+                    reason="MXNet's legacy_ndarray.v0 is not unpacked here")
+def test_reads_mxnet_legacy_file():
+    data = nd.load(MXNET_LEGACY)
+    assert len(data) == 6
+    for a in data:
+        np.testing.assert_array_equal(a.asnumpy(), np.arange(128, dtype=np.float32))
+
+
+def test_empty_dict_loads_as_empty_list_as_in_mxnet(tmp_path):
+    f = str(tmp_path / 'x')
+    nd.save(f, {})
+    assert nd.load(f) == []
+
+
+def test_load_frombuffer_and_old_npz_files(tmp_path):
+    f = str(tmp_path / 'x')
+    nd.save(f, {'a': nd.arange(3), 'b': nd.ones((2, 2), dtype='float16')})
+    buf = open(f, 'rb').read()
+    back = nd.load_frombuffer(buf)
+    assert list(back) == ['a', 'b'] and back['b'].dtype is np.float16
+    np.testing.assert_array_equal(back['a'].asnumpy(), [0, 1, 2])
+    with pytest.raises(TypeError):
+        nd.load_frombuffer(12)
+    # d2lmini's earlier format (an npz with a JSON header) still loads.
+    meta = {'format': 'd2lmini-ndarray', 'version': 1, 'kind': 'dict',
+            'keys': ['w'], 'count': 1}
+    _zip(tmp_path / 'old', {'__d2lmini__.json': json.dumps(meta),
+                            'arr_0.npy': _npy(np.eye(2))})
+    old = nd.load(str(tmp_path / 'old'))
+    np.testing.assert_array_equal(old['w'].asnumpy(), np.eye(2))
+
+
+def test_truncated_or_garbled_buffers_raise_mxnet_error(tmp_path):
+    buf = ndio.dumps({'w': nd.ones((3, 4)), 'bias': nd.zeros(4)})
+    cut = [buf[:n] for n in (0, 7, 16, 24, 30, 60, len(buf) - 10, len(buf) - 1)]
+    for bad in cut + [buf + b'\0', b'\x13' + buf[1:]]:
+        with pytest.raises(mx.engine.MXNetError, match='not a valid NDArray') as e:
+            nd.load_frombuffer(bad)
+        assert isinstance(e.value, ValueError)
+    wrong_flag = bytearray(buf)
+    wrong_flag[24 + 4 + 4 + 4 + 16 + 8:24 + 4 + 4 + 4 + 16 + 12] = b'\x63\0\0\0'
+    with pytest.raises(ValueError, match='dtype flag 99'):
+        nd.load_frombuffer(bytes(wrong_flag))
+
+
+def test_unsupported_dtype_is_refused_before_writing(tmp_path):
+    x = nd.ones(2, dtype='complex64')               # MXNet has no flag for it
+    with pytest.raises(TypeError, match='complex64'):
+        nd.save(str(tmp_path / 'x'), [x])
+    assert os.listdir(tmp_path) == []
 
 
 def test_file_permissions_follow_umask(tmp_path):
@@ -115,18 +219,16 @@ def test_failure_mid_save_leaves_old_file_intact(tmp_path, monkeypatch, exc):
     f = str(tmp_path / 'ckpt.params')
     nd.save(f, {'w': nd.ones((3,))})
     before = open(f, 'rb').read()
-    real_save, calls = np.save, []
+    calls = []
 
-    def failing_save(*a, **kw):            # fail after the first array is written
-        calls.append(1)
-        if len(calls) == 2:
-            raise exc
-        return real_save(*a, **kw)
-    monkeypatch.setattr(ndio.np, 'save', failing_save)
+    def failing_fsync(fd):                  # the new bytes are written, not synced
+        calls.append(fd)
+        raise exc
+    monkeypatch.setattr(ndio.os, 'fsync', failing_fsync)
     with pytest.raises(type(exc)):
         nd.save(f, {'w': nd.zeros((3,)), 'b': nd.zeros((5,)), 'c': nd.zeros((1,))})
     monkeypatch.undo()
-    assert len(calls) == 2
+    assert len(calls) == 1
     assert os.listdir(tmp_path) == ['ckpt.params']       # no partial/temp file
     assert open(f, 'rb').read() == before
     np.testing.assert_array_equal(nd.load(f)['w'].asnumpy(), np.ones(3))
@@ -135,7 +237,7 @@ def test_failure_mid_save_leaves_old_file_intact(tmp_path, monkeypatch, exc):
 def test_failure_on_first_save_leaves_nothing(tmp_path, monkeypatch):
     def boom(*a, **kw):
         raise OSError('no space left on device')
-    monkeypatch.setattr(ndio.np, 'save', boom)
+    monkeypatch.setattr(ndio.os, 'fsync', boom)
     with pytest.raises(OSError):
         nd.save(str(tmp_path / 'new.params'), [nd.ones(2)])
     assert os.listdir(tmp_path) == []
@@ -189,7 +291,7 @@ def test_load_foreign_files_gives_clear_errors(tmp_path):
     for name, data in cases.items():
         f = tmp_path / f'case-{name}'
         f.write_bytes(data)
-        with pytest.raises(ValueError, match='d2lmini') as e:
+        with pytest.raises(ValueError, match='not a valid NDArray file') as e:
             nd.load(str(f))
         assert str(f) in str(e.value), name
     with pytest.raises(FileNotFoundError):
@@ -202,5 +304,5 @@ def test_load_never_unpickles(tmp_path):
     f = tmp_path / 'evil'
     _zip(f, {'__d2lmini__.json': json.dumps(meta),
              'arr_0.npy': _npy(np.array([{'x': 1}], dtype=object))})
-    with pytest.raises(ValueError, match='d2lmini'):
+    with pytest.raises(ValueError, match='not a valid NDArray file'):
         nd.load(str(f))

@@ -288,14 +288,14 @@ def test_convolution_in_bands_of_rows_equals_all_at_once(ctx, monkeypatch, dshap
                                                          wshape, kw):
     """cols are built a band of output rows at a time (to stay in the CPU
     cache); any band size gives the same values and gradients."""
-    from d2lmini.ndarray import nn_ops
+    from d2lmini.ndarray.nn import convolution
     x, w, b = rnd(*dshape), rnd(*wshape, seed=1), rnd(wshape[0], seed=2)
     f = lambda x, w, b: nd.Convolution(x, w, b, **_conv_kwargs(wshape, kw))  # noqa
     head = rnd(*nd.Convolution(nd.array(x), nd.array(w), nd.array(b),
                                **_conv_kwargs(wshape, kw)).shape, seed=3)
-    monkeypatch.setattr(nn_ops, '_BAND', 1 << 40)        # one band
+    monkeypatch.setattr(convolution, '_BAND', 1 << 40)        # one band
     whole = grads_of(f, x, w, b, ctx=ctx, head=head)
-    monkeypatch.setattr(nn_ops, '_BAND', 1)              # one row per band
+    monkeypatch.setattr(convolution, '_BAND', 1)              # one row per band
     rows = grads_of(f, x, w, b, ctx=ctx, head=head)
     close(rows[0], whole[0])
     for a, r in zip(rows[1], whole[1]):
@@ -850,7 +850,7 @@ def test_padded_gemm_rows_give_the_same_convolution(act):
     X = rng.standard_normal((3, 8, 7, 6)).astype(np.float32)
     W = rng.standard_normal((10, 8, 3, 3)).astype(np.float32)
     B = rng.standard_normal(10).astype(np.float32)
-    from d2lmini.ndarray.nn_ops import _gemm_rows
+    from d2lmini.ndarray.nn.convolution import _gemm_rows
     assert _gemm_rows(10, 72, 1, np) == 16
     x, w, b = nd.array(X), nd.array(W), nd.array(B)
     ref = conv_ref(X, W, B, pad=(1, 1))

@@ -98,6 +98,8 @@ def test_update_on_kvstore_gives_the_same_result():
         trainer.allreduce_grads()
     with pytest.raises(RuntimeError, match='update_on_kvstore'):
         trainer.update(8)
+    with pytest.raises(AssertionError):         # what MXNet raises there
+        trainer.allreduce_grads()
 
 
 def test_allreduce_then_update_equals_step():
@@ -246,6 +248,30 @@ def test_load_states_checks_the_file(tmp_path):
     nd.save(str(tmp_path / 'x'), [nd.ones((1,))])
     with pytest.raises(ValueError, match='not a Trainer states file'):
         t.load_states(str(tmp_path / 'x'))
+
+
+def test_load_states_reads_the_flat_layout_of_earlier_files(tmp_path):
+    """Files written before states could nest list a tuple state as its size."""
+    import json
+    params = _params([mx.cpu(0)])
+    t = gluon.Trainer(params, 'adam', {'learning_rate': 0.1})
+    X, Y = _data()
+    _backward(params, X, Y, [mx.cpu(0)])
+    t.step(8)
+    fname = str(tmp_path / 's')
+    t.save_states(fname)
+    data = nd.load(fname)
+    meta = json.loads(data['__trainer__.json'].asnumpy().tobytes().decode())
+    assert meta['states']['0'] == ['array', 'array']
+    meta['states'] = {k: 2 for k in meta['states']}             # the old layout
+    data['__trainer__.json'] = nd.array(
+        np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), dtype='uint8')
+    nd.save(fname, data)
+    t2 = gluon.Trainer(_params([mx.cpu(0)]), 'adam', {'learning_rate': 0.1})
+    t2.load_states(fname)
+    for i in range(2):
+        for a, b in zip(t._updaters[0].states[i], t2._updaters[0].states[i]):
+            np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
 
 
 def test_with_a_gluon_net(engine_kind):

@@ -11,7 +11,10 @@ A :class:`HybridBlock` writes its computation as
 ``hybrid_forward(F, x, *args, **params)``: ``F`` is the ``nd`` module and its
 Parameters arrive as keyword arguments holding the copies on ``x``'s context.
 It also infers the shapes of deferred Parameters from the first input
-(``infer_shape``).  ``hybridize()`` is accepted and currently changes nothing.
+(``infer_shape``).  Its inputs may be NDArrays, ``None`` and (nested) lists.
+``hybridize()`` keeps execution imperative but makes the Block check its
+inputs as MXNet's cached graph does (one context, no Python numbers, the
+same structure of inputs on every call).
 
 Examples
 --------
@@ -35,6 +38,7 @@ import warnings
 import numpy as np
 
 from .. import initializer
+from .. import name as _name
 from .. import ndarray as nd
 from ..ndarray import NDArray
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
@@ -43,17 +47,6 @@ from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
 __all__ = ['Block', 'HybridBlock']
 
 # --- naming --------------------------------------------------------------------------
-_COUNTERS = {}                        # top-level blocks: 'dense' -> next index
-_COUNTER_LOCK = threading.Lock()
-
-
-def _next_name(hint):
-    with _COUNTER_LOCK:
-        n = _COUNTERS.get(hint, 0)
-        _COUNTERS[hint] = n + 1
-    return f'{hint}{n}'
-
-
 class _BlockScope:
     """The name scope of a Block: children created inside get its prefix."""
     _current = threading.local()
@@ -62,14 +55,15 @@ class _BlockScope:
         self._block = block
         self._counter = {}
         self._old_scope = None
+        self._name_scope = None
 
     @staticmethod
     def create(prefix, params, hint):
         """(prefix, ParameterDict) for a new Block, from the current scope."""
         current = getattr(_BlockScope._current, 'value', None)
         if current is None:
-            if prefix is None:
-                prefix = _next_name(hint) + '_'
+            if prefix is None:         # top level: mx.name's current manager
+                prefix = _name._current().get(None, hint) + '_'
             params = ParameterDict(prefix) if params is None else \
                 ParameterDict(params.prefix, params)
             return prefix, params
@@ -89,13 +83,70 @@ class _BlockScope:
             return self
         self._old_scope = getattr(_BlockScope._current, 'value', None)
         _BlockScope._current.value = self
+        # As in MXNet, names from mx.name inside the scope get the prefix too.
+        self._name_scope = _name.Prefix(self._block.prefix)
+        self._name_scope.__enter__()
         return self
 
     def __exit__(self, *exc):
         if self._block._empty_prefix:
             return False
+        self._name_scope.__exit__(*exc)
+        self._name_scope = None
         _BlockScope._current.value = self._old_scope
         return False
+
+
+def _holds_unregistered_block(data, children):
+    """Whether nested lists/tuples/dicts ``data`` hold a Block not in ``children``."""
+    if isinstance(data, (list, tuple)):
+        return any(_holds_unregistered_block(v, children) for v in data)
+    if isinstance(data, dict):
+        return any(_holds_unregistered_block(v, children) for v in data.values())
+    return isinstance(data, Block) and not any(data is c for c in children)
+
+
+# --- inputs of a HybridBlock ---------------------------------------------------------
+_HYBRID = threading.local()      # .inside: running within a hybridized Block
+
+
+def _input_contexts(args):
+    """(context of the first NDArray, set of all contexts) in nested lists."""
+    first, ctxs = None, set()
+    stack = list(reversed(args))
+    while stack:
+        a = stack.pop()
+        if isinstance(a, NDArray):
+            if first is None:
+                first = a._ctx
+            ctxs.add(a._ctx)
+        elif isinstance(a, (list, tuple)):
+            stack.extend(reversed(a))
+    return first, ctxs
+
+
+def _input_format(args, block_name):
+    """MXNet's input format: 0 an NDArray, -1 None, a list for a list."""
+    fmt = []
+    for a in args:
+        if isinstance(a, NDArray):
+            fmt.append(0)
+        elif a is None:
+            fmt.append(-1)
+        elif isinstance(a, (list, tuple)):
+            fmt.append(_input_format(a, block_name))
+        else:
+            raise ValueError(
+                f'{block_name}: after hybridize() the inputs of a HybridBlock must '
+                f'be NDArrays, None or (nested) lists of them, but got {a!r} of '
+                f'type {type(a).__name__}')
+    return fmt
+
+
+def _formats_agree(stored, fmt):
+    """Equal, or differing only by trailing Nones (arguments left to defaults)."""
+    n = min(len(stored), len(fmt))
+    return stored[:n] == fmt[:n] and all(f == -1 for f in stored[n:] + fmt[n:])
 
 
 def _indent(s, n):
@@ -231,6 +282,7 @@ class Block:
         ``select`` is a regular expression matched against the names, e.g.
         ``'.*weight'`` or ``'dense0_weight|dense0_bias'``.
         """
+        self._check_container_with_block()
         ret = ParameterDict(self._params.prefix)
         if not select:
             ret.update(self.params)
@@ -240,6 +292,20 @@ class Block:
         for child in self._children.values():
             ret.update(child.collect_params(select=select))
         return ret
+
+    def _check_container_with_block(self):
+        """Warn about Blocks kept in a list/tuple/dict attribute: they are not
+        children, so their Parameters are invisible to collect_params()."""
+        children = list(self._children.values())
+        for k, v in self.__dict__.items():
+            if isinstance(v, (list, tuple, dict)) and not k.startswith('__') and \
+                    k != '_children' and _holds_unregistered_block(v, children):
+                warnings.warn(
+                    f'"{type(self).__name__}.{k}" is an unregistered container with '
+                    f'Blocks. Note that Blocks inside the list, tuple or dict will '
+                    f'not be registered automatically. Make sure to register them '
+                    f'using register_child() or switching to '
+                    f'nn.Sequential/nn.HybridSequential instead. ', stacklevel=3)
 
     def _collect_params_with_prefix(self, prefix=''):
         """{'0.weight': Parameter, ...}: names by position in the Block tree."""
@@ -304,9 +370,10 @@ class Block:
     def save_parameters(self, filename, deduplicate=False):
         """Save the Parameters' values under their structural names ('0.weight').
 
-        Uses :func:`nd.save` (an atomic write of a pickle-free file).  Values on
-        several contexts are averaged.  ``deduplicate=True`` stores a shared
-        Parameter once.
+        Uses :func:`nd.save`: an atomic write in MXNet 1.x's file format, so
+        MXNet's ``load_parameters`` reads the file (and this method MXNet's).
+        Values on several contexts are averaged.  ``deduplicate=True`` stores a
+        shared Parameter once.
         """
         params = self._collect_params_with_prefix()
         if deduplicate:
@@ -331,6 +398,8 @@ class Block:
             raise ValueError(f"dtype_source must be 'current' or 'saved', got "
                              f"{dtype_source!r}")
         loaded = nd.load(filename)
+        if isinstance(loaded, list) and not loaded:
+            loaded = {}                     # MXNet's format: no arrays, no names
         if not isinstance(loaded, dict):
             raise ValueError(f'{filename}: holds a list of arrays, not named '
                              f'parameters (was it written by nd.save?)')
@@ -348,7 +417,8 @@ class Block:
             full = dict(self.collect_params().items())
             if set(self.prefix + k for k in loaded) & set(full):
                 self.collect_params().load(filename, ctx, allow_missing,
-                                           ignore_extra, self.prefix, cast_dtype)
+                                           ignore_extra, self.prefix, cast_dtype,
+                                           dtype_source)
                 return
         load_checked(loaded, params, filename, ctx, allow_missing, ignore_extra,
                      cast_dtype)
@@ -384,38 +454,67 @@ class Block:
                                   f'forward(self, x, ...)')
 
     def summary(self, *inputs):
-        """Print each layer's output shape and parameter count for ``inputs``."""
-        rows, handles, seen = [], [], set()
+        """Print each layer's output shape and parameter count for ``inputs``.
 
-        def hook(block, _, out):
-            shapes = [o.shape for o in (out if isinstance(out, (list, tuple))
-                                        else [out]) if isinstance(o, NDArray)]
-            n = 0
-            for p in block._reg_params.values():
-                if id(p) not in seen and p.shape is not None:
-                    seen.add(id(p))
-                    n += int(np.prod(p.shape))
-            rows.append((f'{type(block).__name__}-{len(rows) + 1}',
-                         ', '.join(str(s) for s in shapes), n))
+        The table is MXNet's: one row per layer (containers left out) in the
+        order the layers run, then the totals, counting a shared Parameter
+        once per use and once in 'Unique parameters in model'.  The Block
+        must be initialized and not hybridized.
+        """
+        from .nn.basic_layers import Sequential, HybridSequential
+        rows = [('Input', _shape_str(inputs), 0, 0, 0)]
+        seen = set()
 
-        def add(block):
-            handles.append(block.register_forward_hook(hook))
-        self.apply(add)
+        def hook(block, _, outputs):
+            n = trainable = shared = 0
+            for p in block.params.values():
+                size = int(np.prod(p.shape))     # p may live on several contexts
+                n += size
+                trainable += 0 if p.grad_req == 'null' else size
+                if id(p) in seen:
+                    shared += size
+                seen.add(id(p))
+            rows.append((f'{type(block).__name__}-{len(rows)}', _shape_str(outputs),
+                         n, trainable, shared))
+
+        blocks = []
+        self.apply(blocks.append)
+        for block in blocks:
+            # A hybridized Block is one graph in MXNet: no per-layer hooks.
+            assert not getattr(block, '_active', False), \
+                f'"{block.name}" must not be hybridized to print summary.'
+        handles = [b.register_forward_hook(hook) for b in blocks
+                   if not isinstance(b, (Sequential, HybridSequential))]
         try:
             self(*inputs)
         finally:
             for h in handles:
                 h.detach()
-        width = max([len(r[0]) for r in rows] + [12]) + 2
-        line = '-' * (width + 46)
-        print(line)
-        print(f'{"Layer (type)":>{width}}{"Output Shape":>30}{"Param #":>16}')
-        print('=' * (width + 46))
-        for name, shape, n in rows:
-            print(f'{name:>{width}}{shape:>30}{n:>16}')
-        print('=' * (width + 46))
-        print(f'Parameters in total: {sum(r[2] for r in rows)}')
-        print(line)
+        line = '{:>20}  {:>42} {:>15}'
+        total, trainable, shared = (sum(r[i] for r in rows) for i in (2, 3, 4))
+        print('-' * 80)
+        print(line.format('Layer (type)', 'Output Shape', 'Param #'))
+        print('=' * 80)
+        for name, shape, n, _, _ in rows:
+            print(line.format(name, shape, n))
+        print('=' * 80)
+        print('Parameters in forward computation graph, duplicate included')
+        print(f'   Total params: {total}')
+        print(f'   Trainable params: {trainable}')
+        print(f'   Non-trainable params: {total - trainable}')
+        print(f'Shared params in forward computation graph: {shared}')
+        print(f'Unique parameters in model: {total - shared}')
+        print('-' * 80)
+
+
+def _shape_str(args):
+    """Shapes of the NDArrays in nested lists, as MXNet's summary writes them."""
+    def shapes(a):
+        if isinstance(a, (list, tuple)):
+            return [shapes(x) for x in a]
+        return a.shape if isinstance(a, NDArray) else a
+    s = shapes(args)
+    return str(s)[1:-1] if isinstance(s, list) else str(s)
 
 
 class HybridBlock(Block):
@@ -431,12 +530,38 @@ class HybridBlock(Block):
         super().__init__(prefix=prefix, params=params, **kwargs)
         self.__dict__['_active'] = False
         self.__dict__['_flags'] = {}
+        self.__dict__['_in_format'] = None    # input structure of the 1st hybrid call
 
-    def hybridize(self, active=True, **kwargs):
-        """Accepted for MXNet compatibility (``static_alloc=...`` too)."""
+    def hybridize(self, active=True, clear=True, **kwargs):
+        """Accepted for MXNet compatibility (``static_alloc=...`` too).
+
+        Execution stays imperative; a hybridized Block checks its inputs as
+        MXNet's cached graph would (see ``_call_hybridized``).  ``clear=False``
+        keeps the input structure recorded by an earlier hybridize().
+        """
         self._active = active
         self._flags = dict(kwargs)
+        if clear:
+            self._in_format = None
+        if active and (self._forward_hooks or self._forward_pre_hooks):
+            warnings.warn(f'"{self.name}" is being hybridized while still having '
+                          f'forward hook/pre-hook. If "{self.name}" is a child of '
+                          f'HybridBlock, the hooks will not take effect.', stacklevel=2)
         super().hybridize(active, **kwargs)
+
+    def register_child(self, block, name=None):
+        """Add a child; it must be a HybridBlock too (it joins this graph)."""
+        if not isinstance(block, HybridBlock):
+            raise ValueError(
+                f'Children of HybridBlock must also be HybridBlock, but '
+                f'{type(block).__name__} ({block.name}) is a Block. If you are '
+                f'using Sequential, please try HybridSequential instead.')
+        self.__dict__['_in_format'] = None    # a new graph, as MXNet rebuilds it
+        super().register_child(block, name)
+
+    def cast(self, dtype):
+        self.__dict__['_in_format'] = None
+        super().cast(dtype)
 
     def infer_shape(self, *args):
         """Fill in the unknown dimensions of this Block's Parameters from inputs.
@@ -449,10 +574,30 @@ class HybridBlock(Block):
         return {k: v.data(ctx) for k, v in self._reg_params.items()}
 
     def forward(self, x, *args, **kwargs):
-        if not isinstance(x, NDArray):
-            raise TypeError(f'{type(self).__name__} expects an NDArray as its first '
-                            f'input, got {type(x).__name__}; convert with nd.array(...)')
-        ctx = x._ctx
+        """Run ``hybrid_forward`` with the Parameters on the inputs' context.
+
+        Inputs may be NDArrays, ``None`` or (nested) lists of them, and, until
+        ``hybridize()``, anything else too; at least one NDArray must be among
+        them: its context (the first one found) is where the Block runs.
+        """
+        if isinstance(x, NDArray) and not args:     # the common case, kept cheap
+            ctx, ctxs = x._ctx, (x._ctx,)
+        else:
+            ctx, ctxs = _input_contexts((x,) + args)
+        if ctx is None:
+            raise ValueError(
+                f'{type(self).__name__}: a HybridBlock needs at least one NDArray '
+                f'among its inputs (None and nested lists are allowed), got '
+                f'{", ".join(type(a).__name__ for a in (x,) + args)}; convert data '
+                f'with nd.array(...)')
+        if self._active and not getattr(_HYBRID, 'inside', False):
+            return self._call_hybridized(ctx, ctxs, x, *args, **kwargs)
+        if x is not None and not isinstance(x, NDArray):
+            with ctx:
+                return self._forward_on(ctx, x, *args, **kwargs)
+        return self._forward_on(ctx, x, *args, **kwargs)
+
+    def _forward_on(self, ctx, x, *args, **kwargs):
         if not self._reg_params:
             return self.hybrid_forward(nd, x, *args, **kwargs)
         try:
@@ -463,6 +608,37 @@ class HybridBlock(Block):
                 p._finish_deferred_init()
             params = self._params_on(ctx)
         return self.hybrid_forward(nd, x, *args, **kwargs, **params)
+
+    def _call_hybridized(self, ctx, ctxs, *args, **kwargs):
+        """What a hybridized Block accepts, checked as MXNet's cached graph does.
+
+        Execution stays imperative, but code that MXNet would refuse once
+        hybridized is refused here too: inputs on several contexts, inputs
+        other than NDArrays/None/lists (a graph has no place for a Python
+        number), and a call whose structure of inputs (where the Nones and
+        lists are) differs from the first call's.  Blocks called inside a
+        hybridized Block are part of its graph and are not checked again.
+        """
+        if len(ctxs) > 1:
+            raise ValueError(
+                f'{type(self).__name__}: inputs on several contexts '
+                f'{sorted(map(str, ctxs))}; after hybridize() a HybridBlock takes '
+                f'its inputs on one context')
+        fmt = _input_format(args, type(self).__name__)
+        if self._in_format is None:
+            self._in_format = fmt
+        elif not _formats_agree(self._in_format, fmt):
+            raise ValueError(
+                f'{type(self).__name__}: the argument structure of this call '
+                f'{fmt} does not match the first call after hybridize() '
+                f'{self._in_format} (0: an NDArray, -1: None, [...]: a list); '
+                f'call hybridize() again to start anew')
+        _HYBRID.inside = True
+        try:
+            with ctx:
+                return self._forward_on(ctx, *args, **kwargs)
+        finally:
+            _HYBRID.inside = False
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """Override this (or ``forward``): the computation, written with ``F``."""

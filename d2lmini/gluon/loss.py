@@ -13,13 +13,18 @@ Examples
 >>> loss(nd.array([[10., 0.], [0., 10.]]), nd.array([0, 1])).shape
 (2,)
 """
+import math
 import numbers
+
+import numpy as np
 
 from .block import HybridBlock
 
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss',
            'SigmoidBCELoss', 'SoftmaxCrossEntropyLoss', 'SoftmaxCELoss',
-           'KLDivLoss', 'HuberLoss', 'HingeLoss', 'SquaredHingeLoss', 'LogisticLoss']
+           'KLDivLoss', 'HuberLoss', 'HingeLoss', 'SquaredHingeLoss', 'LogisticLoss',
+           'TripletLoss', 'PoissonNLLLoss', 'CosineEmbeddingLoss', 'SDMLLoss',
+           'CTCLoss']
 
 
 def _reshape_like(x, y):
@@ -239,3 +244,161 @@ class LogisticLoss(Loss):
         loss = F.softrelu(-pred * label)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return _batch_mean(F, loss, self._batch_axis)
+
+
+class PoissonNLLLoss(Loss):
+    r"""Negative log-likelihood of ``target`` counts under Poisson(``pred``).
+
+    ``from_logits=True`` (default): ``pred`` is ``log(rate)`` and the loss is
+    ``exp(pred) - target * pred``; otherwise ``pred`` is the rate and the loss
+    is ``pred - target * log(pred + epsilon)``.  ``compute_full=True`` adds
+    Stirling's approximation of ``log(target!)``,
+    ``target*log(target) - target + 0.5*log(2*pi*target)``, where
+    ``target > 1`` (0 elsewhere; MXNet's formula gives NaN at ``target == 0``,
+    here it is 0 like at every other ``target <= 1``).
+
+    As in MXNet, the result is the mean over *all* elements, shape (1,),
+    not one value per sample.  ``epsilon`` is an argument of the call:
+    ``loss(pred, target, sample_weight=None, epsilon=1e-08)``.
+    """
+
+    def __init__(self, weight=None, from_logits=True, batch_axis=0, compute_full=False,
+                 **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._compute_full = compute_full
+
+    def hybrid_forward(self, F, pred, target, sample_weight=None, epsilon=1e-08):
+        target = _reshape_like(target, pred)
+        if self._from_logits:
+            loss = F.exp(pred) - target * pred
+        else:
+            loss = pred - target * F.log(pred + epsilon)
+        if self._compute_full:
+            counted = target > 1
+            # log() only of targets > 1, so neither value nor gradient is NaN
+            t = F.where(counted, target, F.ones_like(target))
+            stirling = t * F.log(t) - t + 0.5 * F.log(2 * math.pi * t)
+            loss = loss + stirling * counted
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return F.mean(loss)
+
+
+class CosineEmbeddingLoss(Loss):
+    r"""``1 - cos(input1, input2)`` for pairs labelled 1 (similar),
+    ``max(0, cos(input1, input2) - margin)`` for pairs labelled -1.
+
+    The cosine is taken along the last axis, ``x.y / max(|x| |y|, 1e-12)``;
+    ``label`` holds one 1 or -1 per pair.  As in MXNet the result has shape
+    (batch, 1) and is not averaged further.
+
+    >>> loss = gluon.loss.CosineEmbeddingLoss()
+    >>> loss(nd.array([[1., 0.]]), nd.array([[0., 1.]]), nd.array([1])).shape
+    (1, 1)
+    """
+
+    def __init__(self, weight=None, batch_axis=0, margin=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, input1, input2, label, sample_weight=None):
+        input1 = _reshape_like(input1, input2)
+        label = label.reshape((-1, 1))
+        x_norm = F.norm(input1, axis=-1).reshape((-1, 1))
+        y_norm = F.norm(input2, axis=-1).reshape((-1, 1))
+        x_dot_y = F.sum(input1 * input2, axis=-1).reshape((-1, 1))
+        cos_sim = x_dot_y / F.maximum(x_norm * y_norm, 1e-12)
+        similar = (1 - cos_sim) * (label == 1)
+        dissimilar = F.relu((label == -1) * (cos_sim - self._margin))
+        loss = similar + dissimilar
+        return _apply_weighting(F, loss, self._weight, sample_weight)
+
+
+class TripletLoss(Loss):
+    r"""``max(0, |pred - positive|^2 - |pred - negative|^2 + margin)`` per sample.
+
+    The squared distances sum over every axis but ``batch_axis``: the anchor
+    ``pred`` should be nearer its positive than its negative by ``margin``.
+    """
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, positive, negative):
+        positive = _reshape_like(positive, pred)
+        negative = _reshape_like(negative, pred)
+        loss = F.sum(F.square(positive - pred) - F.square(negative - pred),
+                     axis=self._batch_axis, exclude=True)
+        loss = F.relu(loss + self._margin)
+        return _apply_weighting(F, loss, self._weight, None)
+
+
+class SDMLLoss(Loss):
+    r"""Smoothed Deep Metric Learning (Bonadiman et al. 2019) on a batch of pairs.
+
+    ``x1[i]`` and ``x2[i]`` (shape (batch, dim)) form a positive pair and
+    every ``x2[j]``, ``j != i``, serves as a negative: the loss is the KL
+    divergence between ``softmax(-|x1[i] - x2[j]|^2)`` over ``j`` and the
+    smoothed identity (``1 - smoothing_parameter`` on the diagonal, the rest
+    spread evenly), one value per sample.
+    """
+
+    def __init__(self, smoothing_parameter=0.3, weight=1., batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def hybrid_forward(self, F, x1, x2):
+        if x1.shape != x2.shape or x1.ndim != 2:
+            raise ValueError(f'SDMLLoss: x1 and x2 must both be (batch, dim), got '
+                             f'{x1.shape} and {x2.shape}')
+        n, dim = x1.shape
+        diffs = F.broadcast_to(x1.expand_dims(1), (n, n, dim)) - \
+            F.broadcast_to(x2.expand_dims(0), (n, n, dim))
+        distances = F.sum(F.square(diffs), axis=2)     # (i, j): |x1[i] - x2[j]|^2
+        gold = np.eye(n)
+        labels = gold * (1 - self.smoothing_parameter) + \
+            (1 - gold) * self.smoothing_parameter / max(n - 1, 1)
+        labels = F.array(labels, ctx=x1.context, dtype=x1.dtype)
+        return self.kl_loss(F.log_softmax(-distances, axis=1), labels)
+
+
+class CTCLoss(Loss):
+    r"""Connectionist Temporal Classification loss (``F.CTCLoss``), for
+    unaligned sequences: speech, handwriting.
+
+    ``pred``: scores ``(N, T, C)`` for ``layout='NTC'`` (``(T, N, C)`` for
+    'TNC'), softmax applied inside; the LAST class ``C-1`` is the blank.
+    ``label``: ``(N, L)`` (``label_layout='NT'``, or ``(L, N)`` for 'TN'),
+    padded with ``-1`` unless ``label_lengths`` are given.  Optional
+    ``pred_lengths``/``label_lengths`` ``(N,)`` give each sample's lengths.
+    Returns one loss per sample, ``(N,)``.
+
+    >>> loss = gluon.loss.CTCLoss()
+    >>> loss(nd.ones((2, 20, 4)), nd.array([[1, 0, -1, -1], [2, 1, 1, -1]]))
+    <BLANKLINE>
+    [18.828205 16.505817]
+    <NDArray 2 @cpu(0)>
+    """
+
+    def __init__(self, layout='NTC', label_layout='NT', weight=None, **kwargs):
+        if layout not in ('NTC', 'TNC'):
+            raise ValueError(f"CTCLoss: layout must be 'NTC' or 'TNC', got {layout!r}")
+        if label_layout not in ('NT', 'TN'):
+            raise ValueError(f"CTCLoss: label_layout must be 'NT' or 'TN', got "
+                             f"{label_layout!r}")
+        self._layout, self._label_layout = layout, label_layout
+        super().__init__(weight, label_layout.find('N'), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None,
+                       sample_weight=None):
+        if self._layout == 'NTC':
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        loss = F.CTCLoss(pred, label, pred_lengths, label_lengths,
+                         use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None,
+                         blank_label='last')
+        return _apply_weighting(F, loss, self._weight, sample_weight)

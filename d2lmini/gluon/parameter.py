@@ -91,6 +91,11 @@ class Parameter:
     def __init__(self, name, grad_req='write', shape=None, dtype='float32',
                  lr_mult=1.0, wd_mult=1.0, init=None, allow_deferred_init=False,
                  differentiable=True, stype='default', grad_stype='default'):
+        for arg, st in (('stype', stype), ('grad_stype', grad_stype)):
+            # MXNet asserts the name is a storage type, then d2lmini has dense only.
+            if st not in ('default', 'row_sparse', 'csr'):
+                raise AssertionError(f"Parameter {name!r}: {arg}={st!r} is not a "
+                                     f"storage type ('default', 'row_sparse', 'csr')")
         if stype != 'default' or grad_stype != 'default':
             raise ValueError(f'Parameter {name!r}: only dense storage '
                              f"(stype='default') is supported")
@@ -513,6 +518,13 @@ class ParameterDict:
         elif value is not None:
             if not isinstance(param, Constant):
                 raise TypeError(f'{name!r} is a Parameter, not a Constant')
+            value = value.asnumpy() if isinstance(value, nd.NDArray) else \
+                np.asarray(value)
+            if param.shape != value.shape or \
+                    not (param.value.asnumpy() == value).all():
+                raise ValueError(f'Constant {name!r} already exists with another '
+                                 f'value (shape {param.shape}); give no value to '
+                                 f'retrieve it')
         return param
 
     def update(self, other):
@@ -563,20 +575,43 @@ class ParameterDict:
         nd.save(filename, arrays)
 
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
-             restore_prefix='', cast_dtype=False):
-        """Load what :meth:`save` wrote (names get ``restore_prefix`` back)."""
+             restore_prefix='', cast_dtype=False, dtype_source='current'):
+        """Load what :meth:`save` (or MXNet's) wrote; names get ``restore_prefix``
+        back.  With ``cast_dtype``, ``dtype_source='saved'`` gives the
+        Parameters the file's dtypes, ``'current'`` keeps theirs."""
         for name in self.keys():
             if not name.startswith(restore_prefix):
                 raise ValueError(f'restore_prefix {restore_prefix!r} does not match '
                                  f'parameter {name!r}')
+        self.load_dict(_load_dict(filename), ctx, allow_missing, ignore_extra,
+                       restore_prefix, filename, cast_dtype, dtype_source)
+
+    def load_dict(self, param_dict, ctx=None, allow_missing=False, ignore_extra=False,
+                  restore_prefix='', filename=None, cast_dtype=False,
+                  dtype_source='current'):
+        """Load a dict name -> NDArray (``arg:``/``aux:`` prefixes dropped).
+
+        With ``cast_dtype=True`` the values are converted to the parameters'
+        dtypes (``dtype_source='current'``) or the parameters take the
+        values' dtypes (``'saved'``).
+        """
+        if dtype_source not in ('current', 'saved'):
+            raise ValueError(f"dtype_source must be 'current' or 'saved', got "
+                             f"{dtype_source!r}")
         loaded = {restore_prefix + (k[4:] if k.startswith(('arg:', 'aux:')) else k): v
-                  for k, v in _load_dict(filename).items()}
-        load_checked(loaded, dict(self.items()), filename, ctx, allow_missing,
-                     ignore_extra, cast_dtype)
+                  for k, v in param_dict.items()}
+        if cast_dtype and dtype_source == 'saved':
+            for k, arr in loaded.items():
+                if k in self._params:
+                    self._params[k].cast(arr.dtype)
+        load_checked(loaded, dict(self.items()), filename or 'param_dict', ctx,
+                     allow_missing, ignore_extra, cast_dtype)
 
 
 def _load_dict(filename):
     loaded = nd.load(filename)
+    if isinstance(loaded, list) and not loaded:
+        loaded = {}                         # MXNet's format: no arrays, no names
     if not isinstance(loaded, dict):
         raise ValueError(f'{filename}: holds a list of arrays, not named parameters')
     return loaded

@@ -111,6 +111,43 @@ class LocalKVStore:
         self.pull(key, out, priority)
 
 
+# An optimizer state is None, an NDArray, or a tuple of states (nested under
+# multi-precision: ``(weight32, (mean, var))``, or ``(None, weight32)`` for
+# SGD without momentum).  Its layout in the states file is None, 'array', or
+# a list of layouts; the arrays are stored flat, in order.
+def _state_layout(st):
+    if st is None:
+        return None
+    if isinstance(st, (tuple, list)):
+        return [_state_layout(s) for s in st]
+    return 'array'
+
+
+def _state_count(kind):
+    if kind is None:
+        return 0
+    if kind == 'array':
+        return 1
+    if isinstance(kind, int):          # files written before nesting: n arrays
+        return kind
+    return sum(_state_count(k) for k in kind)
+
+
+def _state_build(kind, arrays):
+    if kind is None:
+        return None
+    if kind == 'array':
+        return next(arrays)
+    if isinstance(kind, int):
+        return tuple(next(arrays) for _ in range(kind))
+    return tuple(_state_build(k, arrays) for k in kind)
+
+
+class _UpdateOnKVStoreError(RuntimeError, AssertionError):
+    """``allreduce_grads``/``update`` with ``update_on_kvstore``: MXNet
+    raises an AssertionError; a RuntimeError is what it is."""
+
+
 def _is_parameter(p):
     return all(hasattr(p, a) for a in ('list_data', 'list_grad', 'list_ctx', 'name'))
 
@@ -124,16 +161,20 @@ class Trainer:
     optimizer : str or Optimizer
         ``'sgd'``, ``'adam'``, ... or an :class:`~d2lmini.optimizer.Optimizer`.
     optimizer_params : dict
-        E.g. ``{'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-4}``.
+        E.g. ``{'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-4}``; with
+        ``'lr_scheduler': mx.lr_scheduler.CosineScheduler(...)`` the rate
+        follows the schedule, one update per step (:attr:`learning_rate`);
+        ``'multi_precision': True`` keeps float32 master copies of float16
+        parameters.
     kvstore : str, KVStore or None
         ``'device'``/``'local'``: sum gradients over contexts in process;
         None: no reduction (each context trains on its own gradient); a
         KVStore object (anything with MXNet's ``pushpull``) is used as is.
     update_on_kvstore : bool or None
         True: the KVStore runs the optimizer once and every context pulls
-        the new weight.  None/False (default here): every context runs the
-        update itself on the reduced gradient, which keeps
-        :meth:`allreduce_grads` and :meth:`update` usable.
+        the new weight.  None/False (default here; MXNet's None means True):
+        every context runs the update itself on the reduced gradient, which
+        keeps :meth:`allreduce_grads` and :meth:`update` usable.
 
     A parameter whose gradient no backward has written since the last step
     (a stale gradient: the parameter took no part in the loss) raises a
@@ -318,14 +359,15 @@ class Trainer:
     def allreduce_grads(self):
         """Sum each parameter's gradients over its contexts, in place.
 
-        For ``update_on_kvstore=False`` (the default); follow with
+        For ``update_on_kvstore=False`` (the default here); follow with
         :meth:`update`.
         """
         self._ensure_init()
         if self._update_on_kvstore:
-            raise RuntimeError('allreduce_grads() when parameters are updated on '
-                               'kvstore is not supported. Try setting '
-                               '`update_on_kvstore` to False when creating trainer.')
+            raise _UpdateOnKVStoreError(
+                'allreduce_grads() when parameters are updated on kvstore is not '
+                'supported. Try setting `update_on_kvstore` to False when '
+                'creating trainer.')
         self._pending_fresh = self._fresh()
         self._allreduce_grads(self._pending_fresh)
 
@@ -345,9 +387,10 @@ class Trainer:
         """Run the optimizer on every context's copy (after :meth:`allreduce_grads`)."""
         self._ensure_init()
         if self._update_on_kvstore:
-            raise RuntimeError('update() when parameters are updated on kvstore is '
-                               'not supported. Try setting `update_on_kvstore` to '
-                               'False when creating trainer.')
+            raise _UpdateOnKVStoreError(
+                'update() when parameters are updated on kvstore is not '
+                'supported. Try setting `update_on_kvstore` to False when '
+                'creating trainer.')
         self._check_and_rescale_grad(self._scale / batch_size)
         fresh, self._pending_fresh = self._pending_fresh, None
         if fresh is None:
@@ -400,11 +443,8 @@ class Trainer:
         counts = o._all_index_update_counts.get(ctx0, o._index_update_count)
         arrays, layout = {}, {}
         for idx, st in sorted((upd.states if upd else {}).items()):
-            sts = opt._states(st)
-            layout[str(idx)] = (None if st is None else
-                                'array' if len(sts) == 1 and not isinstance(st, tuple)
-                                else len(sts))
-            for k, a in enumerate(sts):
+            layout[str(idx)] = _state_layout(st)
+            for k, a in enumerate(opt._states(st)):
                 arrays[f'state/{idx}/{k}'] = a
         meta = {'format': _STATES_FORMAT, 'version': 1,
                 'optimizer': type(o).__name__.lower(),
@@ -460,11 +500,10 @@ class Trainer:
                 if kind is None:
                     upd.states[idx] = None
                     continue
-                n = 1 if kind == 'array' else kind
                 where = ctx or self._kvstore._store[idx].context
                 weight = self._params[idx].list_data()[0]
                 arrs = []
-                for k in range(n):
+                for k in range(_state_count(kind)):
                     a = data[f'state/{idx}/{k}']
                     if a.shape != weight.shape:
                         raise ValueError(
@@ -472,4 +511,4 @@ class Trainer:
                             f'{self._params[idx].name} has shape {a.shape}, the '
                             f'parameter has shape {weight.shape}')
                     arrs.append(a.as_in_context(where).copy())
-                upd.states[idx] = arrs[0] if kind == 'array' else tuple(arrs)
+                upd.states[idx] = _state_build(kind, iter(arrs))

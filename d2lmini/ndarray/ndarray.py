@@ -8,19 +8,23 @@ Every operator goes through :func:`invoke`, the one dispatch path: check
 contexts, infer the output, push the kernel to the device's stream (or run it
 now in naive mode), and record it on the autograd tape if recording.
 """
+import ctypes
 import functools
 import numbers
+import weakref
 
 import numpy as np
 
 from .. import autograd as _ag
 from .. import backend, engine
+from ..base import as_mxnet_error
 from ..context import Context, current_context
 from .registry import OPS, broadcast_shapes
-from . import layout
+from . import fluent, layout
 
 __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
-           'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall']
+           'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall', 'from_numpy',
+           'reset_arrays']
 
 _new = object.__new__
 _NAIVE = engine._NAIVE
@@ -31,6 +35,7 @@ _REC = _ag._STATE          # [recording, training]
 _EMPTY = {}
 
 DEFAULT_DTYPE = np.dtype(np.float32)
+py_slice = slice        # MXNet's name for the builtin, which nd.slice shadows
 
 
 def _dtype(dtype):
@@ -61,9 +66,9 @@ def _make(shape, dtype, ctx):
 
 def _context_error(op_name, args):
     desc = ', '.join(f'{a._ctx} (shape {a._shape})' for a in args)
-    return ValueError(
+    return as_mxnet_error(ValueError(
         f"operator '{op_name}': all inputs must be on the same context, got {desc}. "
-        f"Copy explicitly with x.copyto(ctx) or x.as_in_context(ctx).")
+        f"Copy explicitly with x.copyto(ctx) or x.as_in_context(ctx)."))
 
 
 def invoke(op, args, attrs=_EMPTY):
@@ -87,16 +92,21 @@ def invoke(op, args, attrs=_EMPTY):
         shapes = [a._shape for a in args]
         dtypes = [a._dtype for a in args]
     nout = op.nout
-    if nout == 1:
-        shape, dtype = op.infer(shapes, dtypes, **attrs)
-        o = _new(NDArray)
-        o._shape = shape
-        o._dtype = dtype
-        o._ctx = ctx
-        o._exc = o._node = o._grad = o._base = o._foreign = None
-        outs = [o]
-    else:
-        outs = [_make(s, d, ctx) for s, d in op.infer(shapes, dtypes, **attrs)]
+    try:                         # free in Python 3.11+ when nothing is raised
+        if nout == 1:
+            shape, dtype = op.infer(shapes, dtypes, **attrs)
+            o = _new(NDArray)
+            o._shape = shape
+            o._dtype = dtype
+            o._ctx = ctx
+            o._exc = o._node = o._grad = o._base = o._foreign = None
+            outs = [o]
+        else:
+            outs = [_make(s, d, ctx) for s, d in op.infer(shapes, dtypes, **attrs)]
+    except (ValueError, TypeError, IndexError) as e:
+        # As in MXNet 1.6+, a shape or argument error is an MXNetError that
+        # keeps its built-in type (d2lmini.base): both `except` forms work.
+        raise as_mxnet_error(e).with_traceback(e.__traceback__) from None
     fwd = op.forward
     if _NAIVE_MODE[0]:
         if ctx.device_type == 'cpu' and _TRACE[0] is None:
@@ -248,12 +258,14 @@ class NDArray:
         return d.get() if backend.is_gpu_array(d) else np.array(d, copy=True, order='C')
 
     def asscalar(self):
+        """The one value as a NumPy scalar of this array's dtype (as MXNet)."""
         if self.size != 1:
             raise ValueError(f'asscalar needs an array of size 1, got shape {self._shape}')
-        return self.asnumpy().reshape(()).item()
+        return self.asnumpy().reshape(())[()]
 
     def item(self):
-        return self.asscalar()
+        """The one value as a Python number."""
+        return self.asscalar().item()
 
     def tolist(self):
         return self.asnumpy().tolist()
@@ -308,6 +320,15 @@ class NDArray:
         _ag.backward([self], None if out_grad is None else [out_grad],
                      retain_graph=retain_graph, train_mode=train_mode)
 
+    @property
+    def _fresh_grad(self):
+        """MXNet's flag: a backward wrote ``grad`` since it was last cleared."""
+        return _ag.fresh_grad(self)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, value):
+        _ag.set_fresh_grad(self, value)
+
     # -- printing ---------------------------------------------------------------
     def __repr__(self):
         shape = 'x'.join(str(s) for s in self._shape) or '1'
@@ -327,9 +348,12 @@ class NDArray:
             yield self[i]
 
     def __bool__(self):
-        if self.size != 1:
-            raise ValueError('The truth value of an NDArray with more than one '
-                             'element is ambiguous.')
+        n = self.size
+        if n == 0:
+            return False                     # MXNet: an empty array is False
+        if n != 1:
+            raise ValueError('The truth value of an NDArray with multiple elements '
+                             'is ambiguous.')
         return bool(self.asscalar())
 
     def __float__(self):
@@ -344,8 +368,21 @@ class NDArray:
     def __hash__(self):
         return id(self)
 
+    # -- pickle and copy.deepcopy (as MXNet: the state is the array's record
+    # in the NDArray file format, so values, dtype and context come back) ------
     def __getstate__(self):
-        raise TypeError('NDArrays are not pickled; use nd.save / nd.load')
+        from . import io
+        return {'handle': bytearray(io.array_to_bytes(self))}
+
+    def __setstate__(self, state):
+        from . import io
+        a, ctx = io.array_from_bytes(state['handle'])
+        new = array(a, ctx=ctx, dtype=a.dtype)
+        for slot in _STATE_SLOTS:
+            setattr(self, slot, getattr(new, slot))
+
+    def __reduce__(self):
+        return _unpickled, (), self.__getstate__()
 
     # -- arithmetic ---------------------------------------------------------------
     def __add__(self, o):
@@ -448,12 +485,32 @@ class NDArray:
         return out
 
     def __setitem__(self, key, value):
-        if type(key) is slice and key == _ALL:
+        """``x[key] = value``: ``value`` (a scalar, list, NumPy array or
+        NDArray) broadcasts to ``x[key]``'s shape as in NumPy.
+
+        Inside ``autograd.record()`` an in-place write that involves the
+        graph (``x`` or ``value`` is in it) raises MXNet's error, as MXNet
+        does; the one exception, also MXNet's, is a whole-array write
+        (``x[:] = y``, ``y.copyto(x)``, ``out=``) into an array outside the
+        graph, which is recorded as a copy so gradients flow to ``y``.
+        """
+        if type(key) is slice and key == _ALL or key is Ellipsis:
             return self._assign(value, None)  # x[:] = v: whole array (0-d too)
+        if key is None:
+            key = (None,)                    # x[None] = v: NumPy's new axis
         key = _index_key(key, self)
         if isinstance(key, NDArray):
             key = key.asnumpy().astype(np.int64)
         self._assign(value, key)
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether ``x[slc_key]`` of a C-contiguous ``x`` of ``shape`` is
+        contiguous (MXNet's helper): NumPy's own flag on a data-less stand-in."""
+        shape = tuple(int(n) for n in shape)
+        strides = tuple(8 * int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        probe = np.lib.stride_tricks.as_strided(np.zeros(1), shape, strides)
+        return bool(probe[tuple(slc_key)].flags.c_contiguous)
 
     def _assign(self, value, key):
         """Write ``value`` into ``self[key]`` (whole array if key is None), in place."""
@@ -469,18 +526,36 @@ class NDArray:
         # Shape check on the front end, so a bad assignment fails here.
         tshape = self._shape if key is None else _slice_shape(self._shape, key)
         if isinstance(value, NDArray) and value._shape != tshape:
-            try:
-                ok = broadcast_shapes('_setitem', value._shape, tshape) == tshape
-            except ValueError:
-                ok = False
-            if not ok:
-                raise ValueError(f'cannot assign an array of shape {value._shape} to '
-                                 f'a slice of shape {tshape}')
+            _check_broadcast(value._shape, tshape, key)
+            if not tshape:                   # one element: NumPy wants a 0-d value
+                value = value.reshape(())
+                args = (self, value)
+        record = False
+        if _REC[0] and (self._node is not None or
+                        (len(args) == 2 and value._node is not None)):
+            # A write into part of an array the tape holds would be silently
+            # wrong (the overwritten part keeps its gradient): refuse, as MXNet.
+            if key is not None or self._node is not None or self._base is not None:
+                raise engine.MXNetError(
+                    'Inplace operations (+=, -=, x[:]=, etc) are not supported when '
+                    f'recording with autograd. (x{_key_str(key)} = value, x of shape '
+                    f'{self._shape}, value of shape {getattr(value, "shape", ())}: '
+                    f'compute a new array instead, e.g. with nd.where or nd.concat)')
+            if value._shape != tshape:       # record the broadcast too
+                v = value._shape
+                while len(v) > len(tshape) and v[0] == 1:
+                    v = v[1:]
+                value = (value.reshape(v) if v != value._shape else value
+                         ).broadcast_to(tshape)
+                args = (self, value)
+            record = True
         scalar = value if len(args) == 1 else None
         _write_inplace('_setitem', functools.partial(_setitem_kernel, key, scalar),
                        [self], args[1:])
+        if record:                           # self now holds a copy of value
+            _ag._record(OPS['_copy'], (value,), [self], _EMPTY)
 
-    # -- methods that mirror nd functions --------------------------------------------
+    # -- methods that mirror nd functions (the rest: fluent.py) ------------------
     def reshape(self, *shape, **kwargs):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
@@ -489,116 +564,90 @@ class NDArray:
         return invoke(OPS['reshape'], (self,), {'shape': shape,
                                                 'reverse': kwargs.pop('reverse', False)})
 
-    def reshape_like(self, other):
-        return self.reshape(other.shape)
-
     def transpose(self, *axes, **kw):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         axes = kw.get('axes', axes) or None
         return invoke(OPS['transpose'], (self,), {'axes': axes})
 
-    def flatten(self):
-        return invoke(OPS['flatten'], (self,))
+    def _own(self, out):
+        # MXNet's flatten/expand_dims/squeeze give a new array; the ops here
+        # return NumPy views of the input, so without inplace= copy them.
+        return invoke(OPS['_copy'], (out,))
 
-    def expand_dims(self, axis):
-        return invoke(OPS['expand_dims'], (self,), {'axis': axis})
+    def _view(self, shape):
+        """A reshaped array sharing this one's data (MXNet's ``inplace=True``):
+        writing into it writes into this array."""
+        out = self.reshape(shape)
+        out._base = self._base if self._base is not None else self
+        return out
 
-    def squeeze(self, axis=None):
-        return invoke(OPS['squeeze'], (self,), {'axis': axis})
+    def flatten(self, inplace=False):
+        """``(d1, d2*...*dk)``; ``inplace=True``: a view sharing the data."""
+        if not inplace:
+            return self._own(invoke(OPS['flatten'], (self,)))
+        return self._view((self._shape[0] if self._shape else 1, -1))
 
-    def broadcast_to(self, shape):
-        return invoke(OPS['broadcast_to'], (self,), {'shape': tuple(shape)})
+    def expand_dims(self, axis, inplace=False):
+        """A new axis of size 1 at ``axis``; ``inplace=True``: a view."""
+        if not inplace:
+            return self._own(invoke(OPS['expand_dims'], (self,), {'axis': axis}))
+        nd = len(self._shape)
+        if not -nd - 1 <= axis <= nd:
+            raise ValueError(f'expand_dims: axis {axis} out of range for a '
+                             f'{nd}-d array')
+        axis = axis + nd + 1 if axis < 0 else axis
+        return self._view(self._shape[:axis] + (1,) + self._shape[axis:])
 
-    def broadcast_like(self, other):
-        return self.broadcast_to(other.shape)
+    def squeeze(self, axis=None, inplace=False):
+        """Drop axes of size 1 (all, or ``axis``); ``inplace=True``: a view."""
+        if not inplace:
+            return self._own(invoke(OPS['squeeze'], (self,), {'axis': axis}))
+        nd = len(self._shape)
+        axes = [axis] if isinstance(axis, int) else list(axis or [])
+        if len(set(axes)) != len(axes):
+            raise ValueError(f'squeeze: duplicate axes in {axis}')
+        for a in axes:
+            if not -nd <= a < nd:
+                raise ValueError(f'squeeze: axis {a} out of range for a {nd}-d array')
+            if self._shape[a] != 1:
+                raise ValueError(f'squeeze: axis {a} has size {self._shape[a]}, not 1')
+        keep = {a % nd for a in axes} if axes else {i for i, s in enumerate(self._shape)
+                                                    if s == 1}
+        return self._view(tuple(s for i, s in enumerate(self._shape) if i not in keep))
 
-    def sum(self, axis=None, keepdims=False, exclude=False):
-        return invoke(OPS['sum'], (self,), {'axis': axis, 'keepdims': keepdims})
+    def as_nd_ndarray(self):
+        return self
 
-    def mean(self, axis=None, keepdims=False, exclude=False):
-        return invoke(OPS['mean'], (self,), {'axis': axis, 'keepdims': keepdims})
+    def tostype(self, stype):
+        if stype != 'default':
+            raise NotImplementedError(f"tostype({stype!r}): d2lmini has only dense "
+                                      f"('default') storage")
+        return self.copy()
 
-    def max(self, axis=None, keepdims=False):
-        return invoke(OPS['max'], (self,), {'axis': axis, 'keepdims': keepdims})
+    def slice_assign(self, rhs, begin, end, step):
+        """``self[begin:end:step] = rhs`` per axis, in place; returns self."""
+        self[_slice_key(begin, end, step)] = rhs
+        return self
 
-    def min(self, axis=None, keepdims=False):
-        return invoke(OPS['min'], (self,), {'axis': axis, 'keepdims': keepdims})
+    def slice_assign_scalar(self, value, begin, end, step):
+        """``self[begin:end:step] = value`` per axis, in place; returns self."""
+        self[_slice_key(begin, end, step)] = float(value)
+        return self
 
-    def prod(self, axis=None, keepdims=False):
-        return invoke(OPS['prod'], (self,), {'axis': axis, 'keepdims': keepdims})
 
-    def argmax(self, axis=None, keepdims=False):
-        return invoke(OPS['argmax'], (self,), {'axis': axis, 'keepdims': keepdims})
-
-    def argmin(self, axis=None, keepdims=False):
-        return invoke(OPS['argmin'], (self,), {'axis': axis, 'keepdims': keepdims})
-
-    def norm(self, ord=2, axis=None, keepdims=False):
-        return invoke(OPS['norm'], (self,), {'axis': axis, 'keepdims': keepdims})
-
-    def abs(self):
-        return invoke(OPS['abs'], (self,))
-
-    def exp(self):
-        return invoke(OPS['exp'], (self,))
-
-    def log(self):
-        return invoke(OPS['log'], (self,))
-
-    def sqrt(self):
-        return invoke(OPS['sqrt'], (self,))
-
-    def square(self):
-        return invoke(OPS['square'], (self,))
-
-    def sigmoid(self):
-        return invoke(OPS['sigmoid'], (self,))
-
-    def tanh(self):
-        return invoke(OPS['tanh'], (self,))
-
-    def relu(self):
-        return invoke(OPS['relu'], (self,))
-
-    def softmax(self, axis=-1):
-        return invoke(OPS['softmax'], (self,), {'axis': axis})
-
-    def log_softmax(self, axis=-1):
-        return invoke(OPS['log_softmax'], (self,), {'axis': axis})
-
-    def clip(self, a_min, a_max):
-        return invoke(OPS['clip'], (self,), {'a_min': a_min, 'a_max': a_max})
-
-    def one_hot(self, depth, on_value=1.0, off_value=0.0, dtype='float32'):
-        from . import ops
-        return ops.one_hot(self, depth, on_value, off_value, dtype)
-
-    def split(self, num_outputs, axis=1, squeeze_axis=False):
-        from . import ops
-        return ops.split(self, num_outputs, axis, squeeze_axis)
-
-    def slice_axis(self, axis, begin, end):
-        from . import ops
-        return ops.slice_axis(self, axis, begin, end)
-
-    def zeros_like(self):
-        return zeros_like(self)
-
-    def ones_like(self):
-        return ones_like(self)
-
-    def tile(self, reps):
-        return invoke(OPS['tile'], (self,), {'reps': tuple(reps)})
-
-    def repeat(self, repeats, axis=None):
-        return invoke(OPS['repeat'], (self,), {'repeats': repeats, 'axis': axis})
-
-    def flip(self, axis):
-        return invoke(OPS['flip'], (self,), {'axis': axis})
+def _slice_key(begin, end, step):
+    step = step or [None] * len(begin)
+    return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
 
 
 _ALL = slice(None)
+_STATE_SLOTS = [s for s in NDArray.__slots__ if s != '__weakref__']
+
+
+def _unpickled():
+    """An empty NDArray for pickle to fill with ``__setstate__``."""
+    return _make((0,), DEFAULT_DTYPE, current_context())
 
 
 def _setitem_kernel(key, scalar, dst, src=None):
@@ -615,6 +664,37 @@ def _setitem_kernel(key, scalar, dst, src=None):
     else:
         dst[key] = v
     return dst
+
+
+def _check_broadcast(vshape, tshape, key):
+    """NumPy's rule for ``x[key] = v``: ``v`` broadcasts to the target shape,
+    after dropping leading size-1 axes beyond the target's rank."""
+    v = tuple(vshape)
+    while len(v) > len(tshape) and v[0] == 1:
+        v = v[1:]
+    try:
+        ok = broadcast_shapes('_setitem', v, tshape) == tshape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f'x{_key_str(key)} = v: cannot broadcast v of shape '
+                         f'{tuple(vshape)} to the target shape {tshape}')
+
+
+def _key_str(key):
+    if key is None:
+        return '[:]'
+    items = key if isinstance(key, tuple) else (key,)
+    parts = []
+    for k in items:
+        if isinstance(k, slice):
+            b, e = ('' if v is None else str(v) for v in (k.start, k.stop))
+            parts.append(f'{b}:{e}' + ('' if k.step is None else f':{k.step}'))
+        elif isinstance(k, np.ndarray):
+            parts.append(f'<index array {k.shape}>')
+        else:
+            parts.append(repr(k))
+    return '[' + ', '.join(parts) + ']'
 
 
 def _is_basic(key):
@@ -791,20 +871,37 @@ def empty(shape, ctx=None, dtype=None, **kwargs):
     return _from_host(lambda xp: xp.empty(shape, dtype), shape, dtype, ctx, 'empty')
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
+def _fill_out(name, out, shape, val):
+    """MXNet's ``out=`` of a creation function: fill ``out`` in place."""
+    if not isinstance(out, NDArray):
+        raise TypeError(f'{name}: out must be an NDArray, got {type(out).__name__}')
+    if out._shape != shape:
+        raise ValueError(f'{name}: out has shape {out._shape}, but shape {shape} '
+                         f'was asked for')
+    out[:] = val
+    return out
+
+
+def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
     _check_kwargs('zeros', kwargs)
+    if out is not None:
+        return _fill_out('zeros', out, _shape(shape), 0)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.zeros(shape, dtype), shape, dtype, ctx, 'zeros')
 
 
-def ones(shape, ctx=None, dtype=None, **kwargs):
+def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
     _check_kwargs('ones', kwargs)
+    if out is not None:
+        return _fill_out('ones', out, _shape(shape), 1)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.ones(shape, dtype), shape, dtype, ctx, 'ones')
 
 
-def full(shape, val, ctx=None, dtype=None, **kwargs):
+def full(shape, val, ctx=None, dtype=None, out=None, **kwargs):
     _check_kwargs('full', kwargs)
+    if out is not None:
+        return _fill_out('full', out, _shape(shape), val)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.full(shape, val, dtype), shape, dtype, ctx, 'full')
 
@@ -846,6 +943,62 @@ def empty_like(data, **kw):
     return empty(data.shape, data.context, data._dtype)
 
 
+def from_numpy(ndarray, zero_copy=True, array_cls=None):
+    """An NDArray on ``cpu(0)`` made from a NumPy array.
+
+    ``zero_copy=True`` (MXNet's default) shares the memory: the NumPy array
+    becomes read-only (MXNet's rule: leave it to the NDArray) and writes to
+    the NDArray show in it.  It must be C-contiguous.  ``zero_copy=False``
+    copies, as :func:`array` does, keeping the dtype.  Memory that was
+    read-only already (not made so by ``from_numpy``) is copied, never written.
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f'from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}')
+    if not zero_copy:
+        return array(ndarray, dtype=ndarray.dtype)
+    if not ndarray.flags['C_CONTIGUOUS']:
+        raise ValueError('from_numpy: only C-contiguous arrays can be shared '
+                         '(zero_copy=True); use zero_copy=False or np.ascontiguousarray')
+    if ndarray.dtype.kind not in 'biuf':
+        raise ValueError(f'from_numpy: dtype {ndarray.dtype} is not supported')
+    if ndarray.flags['WRITEABLE']:
+        data = ndarray.view()                # stays writable for the NDArray
+        ndarray.flags['WRITEABLE'] = False
+        _FROZEN[id(ndarray)] = weakref.ref(ndarray, lambda _, k=id(ndarray):
+                                           _FROZEN.pop(k, None))
+    elif ndarray.size and (_FROZEN.get(id(ndarray)) or (lambda: None))() is ndarray:
+        data = _writable_alias(ndarray)      # shared before: share it again
+    else:
+        data = ndarray.copy()                # read-only memory we must not write
+    out = _make(tuple(ndarray.shape), ndarray.dtype, Context('cpu', 0))
+    out._data = data
+    return out
+
+
+_FROZEN = {}        # id -> weakref of the NumPy arrays from_numpy made read-only
+
+
+def _writable_alias(a):
+    """A writable array over ``a``'s memory (which from_numpy froze), keeping
+    ``a`` alive."""
+    buf = (ctypes.c_char * a.nbytes).from_address(a.ctypes.data)
+    buf.keep = a
+    return np.frombuffer(buf, a.dtype).reshape(a.shape)
+
+
+def reset_arrays(*data, num_arrays=None, **kwargs):
+    """Set every array in ``data`` to zero, in place (MXNet's ``reset_arrays``)."""
+    _check_kwargs('reset_arrays', kwargs)
+    if num_arrays is not None and num_arrays != len(data):
+        raise ValueError(f'reset_arrays: num_arrays={num_arrays} but {len(data)} '
+                         f'arrays were given')
+    for a in data:
+        a[:] = 0
+
+
 def waitall():
     """Block until all pushed work has finished on every device."""
     engine.waitall()
+
+
+fluent.install(NDArray)

@@ -97,8 +97,8 @@ _unary('abs',       np.abs,          lambda g, x, y: g * sign(x),           0.1,
 _unary('sign',      np.sign,         None, differentiable=False)
 _unary('sigmoid',   _sigmoid,        lambda g, x, y: g * y * (1 - y))
 _unary('tanh',      np.tanh,         lambda g, x, y: g * (1 - y * y))
-_unary('relu',      lambda a: np.maximum(a, 0),
-                                     lambda g, x, y: g * (x > 0),           0.1, 1.0)
+_unary('relu',      lambda a: np.maximum(a, 0),  # backward: MXNet's relu_grad, NaN -> NaN
+                    lambda g, x, y: invoke(OPS['_relu_backward'], (g, y)),  0.1, 1.0)
 _unary('softrelu',  _softrelu,       lambda g, x, y: g * sigmoid(x))
 _unary('sin',       np.sin,          lambda g, x, y: g * cos(x))
 _unary('cos',       np.cos,          lambda g, x, y: -g * sin(x))

@@ -2,6 +2,9 @@
 from ..block import Block, HybridBlock
 from .basic_layers import *          # noqa: F401,F403
 from .conv_layers import *           # noqa: F401,F403
-from . import basic_layers, conv_layers
+from .activations import *           # noqa: F401,F403
+from .norm_layers import *           # noqa: F401,F403
+from . import activations, basic_layers, conv_layers, norm_layers
 
-__all__ = ['Block', 'HybridBlock'] + basic_layers.__all__ + conv_layers.__all__
+__all__ = ['Block', 'HybridBlock'] + basic_layers.__all__ + conv_layers.__all__ + \
+    activations.__all__ + norm_layers.__all__

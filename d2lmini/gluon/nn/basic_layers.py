@@ -14,6 +14,8 @@ Examples
 >>> net(nd.ones((4, 784))).shape
 (4, 10)
 """
+import warnings
+
 import numpy as np
 
 from ... import initializer
@@ -30,10 +32,9 @@ class _SequentialMixin:
     """What Sequential and HybridSequential share: add, indexing, repr."""
 
     def add(self, *blocks):
-        """Append ``blocks`` in order."""
+        """Append ``blocks`` in order (returns None, as in MXNet)."""
         for block in blocks:
             self.register_child(block)
-        return self
 
     def __getitem__(self, key):
         layers = list(self._children.values())[key]
@@ -77,6 +78,15 @@ class Sequential(_SequentialMixin, Block):
 
     def forward(self, x, *args):
         return self._run_children(x, *args)
+
+    def hybridize(self, active=True, **kwargs):
+        """Hybridize the HybridBlock children (warns if all of them are)."""
+        if self._children and all(isinstance(c, HybridBlock)
+                                  for c in self._children.values()):
+            warnings.warn(f"All children of this Sequential layer '{self.prefix}' "
+                          f"are HybridBlocks. Consider using HybridSequential for "
+                          f"the best performance.", stacklevel=2)
+        super().hybridize(active, **kwargs)
 
 
 class HybridSequential(_SequentialMixin, HybridBlock):

@@ -2,8 +2,11 @@
 
 ``Conv2D(channels, kernel_size, ...)`` holds a weight of shape
 (channels, in_channels // groups, kh, kw) for the default 'NCHW' layout; a
-missing ``in_channels`` is read from the first input.  Each layer calls one
-``nd`` operator (``F.Convolution`` / ``F.Pooling``) with MXNet's keywords.
+missing ``in_channels`` is read from the first input.  The transposed
+convolutions (``Conv2DTranspose``...) hold (in_channels, channels // groups,
+kh, kw).  Each layer calls one ``nd`` operator (``F.Convolution``,
+``F.Deconvolution``, ``F.Pooling``, ``F.pad``) with MXNet's keywords.
+Channels-last layouts (NWC, NHWC, NDHWC) are accepted everywhere.
 
 Examples
 --------
@@ -16,7 +19,8 @@ import numbers
 from ..block import HybridBlock
 from .basic_layers import Activation
 
-__all__ = ['Conv1D', 'Conv2D', 'Conv3D', 'MaxPool1D', 'MaxPool2D', 'MaxPool3D',
+__all__ = ['Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose',
+           'Conv3DTranspose', 'ReflectionPad2D', 'MaxPool1D', 'MaxPool2D', 'MaxPool3D',
            'AvgPool1D', 'AvgPool2D', 'AvgPool3D', 'GlobalMaxPool1D', 'GlobalMaxPool2D',
            'GlobalMaxPool3D', 'GlobalAvgPool1D', 'GlobalAvgPool2D', 'GlobalAvgPool3D']
 
@@ -41,12 +45,15 @@ def _check_layout(layout, n):
 
 
 class _Conv(HybridBlock):
-    """N-D convolution (``F.Convolution``) plus an optional activation."""
+    """N-D convolution (``F.Convolution``) or transposed convolution
+    (``op_name='Deconvolution'``, with ``adj``), plus an optional activation."""
 
     def __init__(self, channels, kernel_size, strides, padding, dilation, groups,
                  layout, in_channels=0, activation=None, use_bias=True,
-                 weight_initializer=None, bias_initializer='zeros', **kwargs):
+                 weight_initializer=None, bias_initializer='zeros',
+                 op_name='Convolution', adj=None, **kwargs):
         super().__init__(**kwargs)
+        self._op_name = op_name
         n = len(kernel_size)
         _check_layout(layout, n)
         with self.name_scope():
@@ -59,6 +66,8 @@ class _Conv(HybridBlock):
                 'dilate': _tuple(dilation, n, 'dilation'),
                 'pad': _tuple(padding, n, 'padding'), 'num_filter': self._channels,
                 'num_group': self._groups, 'no_bias': not use_bias}
+            if adj is not None:
+                self._kwargs['adj'] = self.out_pad = _tuple(adj, n, 'output_padding')
             if layout != _DEFAULT_LAYOUT[n]:
                 self._kwargs['layout'] = layout
             if channels % groups:
@@ -79,17 +88,20 @@ class _Conv(HybridBlock):
                 self.act = None
             # 2-D + relu: one fused op (F._conv_act), same values, one pass less
             self._fused_act = activation == 'relu' and n == 2 and \
-                'layout' not in self._kwargs
+                'layout' not in self._kwargs and op_name == 'Convolution'
 
     def _weight_shape(self, in_channels):
         if in_channels % self._groups:
             raise ValueError(f'{type(self).__name__}: input channels ({in_channels}) '
                              f'must be divisible by groups ({self._groups})')
-        c = in_channels // self._groups
         k = self._kwargs['kernel']
+        if self._op_name == 'Deconvolution':       # (in, out/groups, *kernel)
+            a, b = in_channels, self._channels // self._groups
+        else:                                      # (out, in/groups, *kernel)
+            a, b = self._channels, in_channels // self._groups
         if self._layout.index('C') == 1:
-            return (self._channels, c) + k
-        return (self._channels,) + k + (c,)
+            return (a, b) + k
+        return (a,) + k + (b,)
 
     def _alias(self):
         return 'conv'
@@ -103,10 +115,11 @@ class _Conv(HybridBlock):
     def hybrid_forward(self, F, x, weight, bias=None):
         if self._fused_act:
             return F._conv_act(x, weight, bias, act_type='relu', **self._kwargs)
+        op = getattr(F, self._op_name)
         if bias is None:
-            out = F.Convolution(x, weight, **self._kwargs)
+            out = op(x, weight, **self._kwargs)
         else:
-            out = F.Convolution(x, weight, bias, **self._kwargs)
+            out = op(x, weight, bias, **self._kwargs)
         if self.act is not None:
             out = self.act(out)
         return out
@@ -119,6 +132,8 @@ class _Conv(HybridBlock):
             s += f', padding={kw["pad"]}'
         if kw['dilate'] != (1,) * n:
             s += f', dilation={kw["dilate"]}'
+        if kw.get('adj', (0,) * n) != (0,) * n:
+            s += f', output_padding={kw["adj"]}'
         if kw['num_group'] != 1:
             s += f', groups={kw["num_group"]}'
         if self.bias is None:
@@ -126,6 +141,8 @@ class _Conv(HybridBlock):
         if self.act:
             s += f', {self.act}'
         shape = self.weight.shape
+        if self._op_name == 'Deconvolution':
+            return f'{type(self).__name__}({shape[0] or None} -> {self._channels}, {s})'
         cin = shape[1] if self._layout.index('C') == 1 else shape[-1]
         return f'{type(self).__name__}({cin * self._groups or None} -> {shape[0]}, {s})'
 
@@ -175,6 +192,84 @@ class Conv3D(_Conv):
         super().__init__(channels, _tuple(kernel_size, 3, 'kernel_size'), strides,
                          padding, dilation, groups, layout, in_channels, activation,
                          use_bias, weight_initializer, bias_initializer, **kwargs)
+
+
+class Conv1DTranspose(_Conv):
+    """Transposed 1-D convolution over (N, C, W) input (``F.Deconvolution``):
+    ``out_width = (width-1)*strides - 2*padding + dilation*(kernel_size-1) + 1
+    + output_padding``."""
+
+    def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0,
+                 dilation=1, groups=1, layout='NCW', activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer='zeros', in_channels=0,
+                 **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 1, 'kernel_size'), strides,
+                         padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer,
+                         op_name='Deconvolution', adj=output_padding, **kwargs)
+
+
+class Conv2DTranspose(_Conv):
+    """Transposed 2-D convolution over (N, C, H, W) input (``F.Deconvolution``),
+    e.g. the upsampling layers of a fully convolutional network.
+
+    ``out_height = (height-1)*strides[0] - 2*padding[0] + dilation[0]*
+    (kernel_size[0]-1) + 1 + output_padding[0]``; likewise for the width.
+    The weight is ``(in_channels, channels // groups, kh, kw)``.
+
+    >>> up = nn.Conv2DTranspose(4, kernel_size=2, strides=2)
+    >>> up.initialize(); up(nd.ones((1, 3, 5, 5))).shape
+    (1, 4, 10, 10)
+    """
+
+    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
+                 output_padding=(0, 0), dilation=(1, 1), groups=1, layout='NCHW',
+                 activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer='zeros', in_channels=0, **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 2, 'kernel_size'), strides,
+                         padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer,
+                         op_name='Deconvolution', adj=output_padding, **kwargs)
+
+
+class Conv3DTranspose(_Conv):
+    """Transposed 3-D convolution over (N, C, D, H, W) input."""
+
+    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0),
+                 output_padding=(0, 0, 0), dilation=(1, 1, 1), groups=1,
+                 layout='NCDHW', activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer='zeros', in_channels=0,
+                 **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 3, 'kernel_size'), strides,
+                         padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer,
+                         op_name='Deconvolution', adj=output_padding, **kwargs)
+
+
+class ReflectionPad2D(HybridBlock):
+    """Pads the H and W axes of (N, C, H, W) input by reflection (the edge
+    not repeated): ``padding`` is an int for all four sides, or MXNet's
+    8-tuple ``pad_width`` (the first four 0).
+
+    >>> nn.ReflectionPad2D(2)(nd.ones((1, 3, 4, 4))).shape
+    (1, 3, 8, 8)
+    """
+
+    def __init__(self, padding=0, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(padding, numbers.Integral):
+            padding = (0, 0, 0, 0) + (int(padding),) * 4
+        padding = tuple(int(p) for p in padding)
+        if len(padding) != 8:
+            raise ValueError(f'ReflectionPad2D: padding must be an int or 8 ints '
+                             f'(pad_width of a 4-D array), got {padding}')
+        self._padding = padding
+
+    def hybrid_forward(self, F, x):
+        return F.pad(x, mode='reflect', pad_width=self._padding)
+
+    def __repr__(self):
+        return f'{type(self).__name__}(padding={self._padding})'
 
 
 class _Pooling(HybridBlock):

@@ -1,0 +1,241 @@
+"""The softmax family: ``softmax``, ``log_softmax``, ``softmax_cross_entropy``,
+``SoftmaxOutput`` (MXNet's classic loss head) and ``SoftmaxActivation``."""
+import numpy as np
+
+from ... import autograd as _ag
+from ..ndarray import invoke
+from ..ops import one_hot
+from ..registry import OPS, Case, Op, register
+from ._common import _check_kwargs, _float_dtype, _result, _xp
+
+__all__ = ['softmax', 'softmin', 'log_softmax', 'softmax_cross_entropy', 'SoftmaxOutput',
+           'SoftmaxActivation']
+
+
+def _scaled(a, temperature):
+    return a if temperature is None or temperature == 1 else a / temperature
+
+
+def _check_axis(name, axis, shape):
+    if not -len(shape) <= axis < max(1, len(shape)):
+        raise ValueError(f"operator '{name}': axis {axis} out of range for shape "
+                         f"{shape}")
+
+
+@register
+class Softmax(Op):
+    """``exp(x/T) / sum(exp(x/T))`` along ``axis``, computed without overflow."""
+    name = 'softmax'
+    cases = (Case((3, 4)), Case((2, 3, 4), axis=1), Case((3, 4), temperature=2.0))
+
+    def infer(self, shapes, dtypes, axis=-1, temperature=None):
+        _check_axis(self.name, axis, shapes[0])
+        return shapes[0], _float_dtype(self.name, dtypes)
+
+    def forward(self, a, axis=-1, temperature=None):
+        xp = _xp(a)
+        a = _scaled(a, temperature)
+        e = xp.exp(a - a.max(axis=axis, keepdims=True))
+        e /= e.sum(axis=axis, keepdims=True)
+        return e
+
+    def backward(self, g, inputs, y, axis=-1, temperature=None):
+        gy = g * y
+        return [_scaled(gy - y * gy.sum(axis=axis, keepdims=True), temperature)]
+
+
+@register
+class Softmin(type(Softmax)):      # (register returns the instance)
+    """``softmax(-x/T)`` along ``axis``: the smallest entries get the weight."""
+    name = 'softmin'
+    cases = (Case((3, 4)), Case((2, 3, 4), axis=1), Case((3, 4), temperature=2.0))
+
+    def forward(self, a, axis=-1, temperature=None):
+        return super().forward(-a, axis, temperature)
+
+    def backward(self, g, inputs, y, axis=-1, temperature=None):
+        return [-super().backward(g, inputs, y, axis, temperature)[0]]
+
+
+@register
+class LogSoftmax(Op):
+    """``log(softmax(x))`` along ``axis``, as ``x - max - log(sum(exp(x - max)))``."""
+    name = 'log_softmax'
+    cases = (Case((3, 4)), Case((2, 3, 4), axis=0), Case((3, 4), temperature=0.5))
+
+    def infer(self, shapes, dtypes, axis=-1, temperature=None):
+        _check_axis(self.name, axis, shapes[0])
+        return shapes[0], _float_dtype(self.name, dtypes)
+
+    def forward(self, a, axis=-1, temperature=None):
+        xp = _xp(a)
+        a = _scaled(a, temperature)
+        s = a - a.max(axis=axis, keepdims=True)
+        s -= xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
+        return s
+
+    def backward(self, g, inputs, y, axis=-1, temperature=None):
+        p = invoke(OPS['exp'], (y,))
+        return [_scaled(g - p * g.sum(axis=axis, keepdims=True), temperature)]
+
+
+@register
+class SoftmaxCrossEntropy(Op):
+    """MXNet's ``softmax_cross_entropy(data, label)``: the SUM over the batch
+    of ``-log softmax(data)[label]``, shape ``(1,)``."""
+    name = 'softmax_cross_entropy'
+    cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (4, 3)), [0, 2, 1, 2]], grad=[0]),)
+
+    def infer(self, shapes, dtypes):
+        d, lab = tuple(shapes[0]), tuple(shapes[1])
+        if len(d) != 2 or lab != d[:1]:
+            raise ValueError(f"operator 'softmax_cross_entropy': needs data (N, K) and "
+                             f"label (N,), got {d} and {lab}")
+        return (1,), _float_dtype(self.name, dtypes[:1])
+
+    def forward(self, x, label):
+        xp = _xp(x)
+        logp = OPS['log_softmax'].forward(x, axis=1)
+        idx = label.astype(np.int64).reshape(-1, 1)
+        return -xp.take_along_axis(logp, idx, axis=1).sum(keepdims=True).reshape(1)
+
+    def backward(self, g, inputs, out):
+        x, label = inputs
+        p = invoke(OPS['softmax'], (x,), {'axis': 1})
+        return [(p - one_hot(label, x.shape[1], dtype=x.dtype)) * g, None]
+
+
+@register
+class SoftmaxOutputGrad(Op):
+    """The gradient SoftmaxOutput sends back: ``(p - onehot(label)) * scale``."""
+    name = '_softmax_output_grad'
+    differentiable = False
+
+    def infer(self, shapes, dtypes, **params):
+        return shapes[0], dtypes[0]
+
+    def forward(self, p, label, grad_scale=1.0, ignore_label=-1.0, multi_output=False,
+                use_ignore=False, preserve_shape=False, normalization='null',
+                out_grad=False, smooth_alpha=0.0):
+        xp = _xp(p)
+        if multi_output:                     # classes on axis 1: move them last
+            q = xp.moveaxis(p, 1, -1)
+        elif preserve_shape:
+            q = p
+        else:
+            q = p.reshape(p.shape[0], -1)
+        k = q.shape[-1]
+        lab = label.reshape(q.shape[:-1])
+        hot = lab.astype(np.int64)[..., None] == xp.arange(k)
+        if smooth_alpha:
+            target = xp.where(hot, 1.0 - smooth_alpha, smooth_alpha / (k - 1))
+        else:
+            target = hot
+        grad = (q - target).astype(p.dtype, copy=False)
+        scale = grad_scale
+        if use_ignore:
+            keep = lab != ignore_label
+            grad *= keep[..., None]
+        if normalization == 'batch':
+            scale = scale / p.shape[0]
+        elif normalization == 'valid':
+            n = float(keep.sum()) if use_ignore else lab.size
+            scale = scale / max(n, 1.0)
+        grad *= scale
+        if multi_output:
+            grad = xp.moveaxis(grad, -1, 1)
+        return xp.ascontiguousarray(grad.reshape(p.shape))
+
+
+class _SoftmaxOutputFn(_ag.Function):
+    """SoftmaxOutput is a *loss head*: its output is softmax(data), but its
+    backward sends ``p - onehot(label)`` (the gradient of the cross-entropy)
+    whatever the head gradient.  That is not the derivative of its output,
+    so it is an ``autograd.Function``, not a table op with a gradient check.
+    """
+
+    def __init__(self, params):
+        self.params = params
+
+    def forward(self, data, label):
+        prm = self.params
+        if prm['multi_output']:
+            p = invoke(OPS['softmax'], (data,), {'axis': 1})
+        elif prm['preserve_shape']:
+            p = invoke(OPS['softmax'], (data,), {'axis': -1})
+        else:
+            p = invoke(OPS['softmax'], (data.reshape((data.shape[0], -1)),),
+                       {'axis': -1}).reshape(data.shape)
+        self.save_for_backward(p, label)
+        return p
+
+    def backward(self, dout):
+        p, label = self.saved_tensors
+        g = invoke(OPS['_softmax_output_grad'], (p, label), self.params)
+        if self.params['out_grad']:
+            g = g * dout
+        return g, None
+
+
+def softmax(data, axis=-1, temperature=None, out=None, name=None, **kwargs):
+    """Softmax along ``axis`` (of ``data / temperature``)."""
+    _check_kwargs(softmax, kwargs)
+    res = invoke(OPS['softmax'], (data,), {'axis': int(axis), 'temperature': temperature})
+    return _result(res, out)
+
+
+def log_softmax(data, axis=-1, temperature=None, out=None, name=None, **kwargs):
+    """``log(softmax(data))`` along ``axis``, stable for large inputs."""
+    _check_kwargs(log_softmax, kwargs)
+    res = invoke(OPS['log_softmax'], (data,), {'axis': int(axis),
+                                                'temperature': temperature})
+    return _result(res, out)
+
+
+def softmin(data, axis=-1, temperature=None, out=None, name=None, **kwargs):
+    """``softmax(-data)`` along ``axis``.
+
+    >>> nd.softmin(nd.array([[1, 2, 3]]), axis=-1).asnumpy().argmax()
+    0
+    """
+    _check_kwargs(softmin, kwargs)
+    res = invoke(OPS['softmin'], (data,), {'axis': int(axis), 'temperature': temperature})
+    return _result(res, out)
+
+
+def SoftmaxActivation(data, mode='instance', out=None, name=None, **kwargs):
+    """Deprecated MXNet op: softmax over axis 1 ('channel') or the rest."""
+    _check_kwargs(SoftmaxActivation, kwargs)
+    if mode == 'channel':
+        return _result(softmax(data, axis=1), out)
+    flat = softmax(data.reshape((data.shape[0], -1)), axis=-1)
+    return _result(flat.reshape(data.shape), out)
+
+
+def softmax_cross_entropy(data, label, out=None, name=None, **kwargs):
+    """Sum over the batch of ``-log softmax(data)[label]``; shape ``(1,)``.
+
+    >>> round(nd.softmax_cross_entropy(nd.zeros((2, 4)), nd.array([0, 3])).asscalar(), 4)
+    2.7726
+    """
+    _check_kwargs(softmax_cross_entropy, kwargs)
+    return _result(invoke(OPS['softmax_cross_entropy'], (data, label)), out)
+
+
+def SoftmaxOutput(data, label, grad_scale=1.0, ignore_label=-1.0, multi_output=False,
+                  use_ignore=False, preserve_shape=False, normalization='null',
+                  out_grad=False, smooth_alpha=0.0, out=None, name=None, **kwargs):
+    """Softmax forward; backward sends ``grad_scale * (p - onehot(label))``.
+
+    The gradient of the cross-entropy, *ignoring the head gradient* (unless
+    ``out_grad``): MXNet's classic loss layer.
+    """
+    _check_kwargs(SoftmaxOutput, kwargs)
+    if normalization not in ('null', 'batch', 'valid'):
+        raise ValueError(f"SoftmaxOutput: normalization={normalization!r} is not one "
+                         f"of 'null', 'batch', 'valid'")
+    params = {'grad_scale': float(grad_scale), 'ignore_label': float(ignore_label),
+              'multi_output': bool(multi_output), 'use_ignore': bool(use_ignore),
+              'preserve_shape': bool(preserve_shape), 'normalization': normalization,
+              'out_grad': bool(out_grad), 'smooth_alpha': float(smooth_alpha)}
+    return _result(_SoftmaxOutputFn(params)(data, label), out)
