@@ -336,23 +336,12 @@ def show_fashion_mnist(images, labels):
 
 
 # === devices ===========================================================================
-def _gpu_errors():
-    """What allocating on a missing GPU raises: ``MXNetError``.
-
-    Also the backend's plain ``RuntimeError`` for a d2lmini whose errors are
-    not all ``MXNetError`` yet (MXNet's own is a ``RuntimeError`` too).
-    """
-    try:
-        from .base import MXNetError
-    except ImportError:
-        from .engine import MXNetError
-    return (MXNetError, RuntimeError)
-
-
 def _gpu_works(i):
+    """Whether an array can be allocated on ``gpu(i)`` (MXNetError if not)."""
+    from .base import MXNetError
     try:
         nd.zeros((1,), ctx=context.gpu(i)).wait_to_read()
-    except _gpu_errors():
+    except MXNetError:
         return False
     return True
 
