@@ -144,3 +144,18 @@ None
     row = run.run_chapter(str(tmp_path), 'c.md', timeout=120)
     assert row['status'] == 'ran', row
     assert row['printed'] == ['Out: (3,)', 'printed']
+
+
+def test_report_table_and_output(tmp_path):
+    import argparse
+    rows = [{'chapter': 'a.md', 'blocks': 3, 'seconds': 1.5, 'status': 'ran',
+             'detail': '', 'printed': ['hello']},
+            {'chapter': 'b.md', 'blocks': 2, 'seconds': 0.1, 'status': 'failed',
+             'detail': 'block 2: TypeError: x | y', 'printed': []}]
+    path = tmp_path / 'REPORT.md'
+    run.write_report(str(path), rows, argparse.Namespace(epochs=None))
+    text = path.read_text(encoding='utf-8')
+    assert '| a.md | 3 | ran | 1.5 |' in text
+    assert '| b.md | 2 | failed: block 2: TypeError: x \\| y | 0.1 |' in text
+    assert '1 of 2 chapters ran.' in text and 'epoch counts as written' in text
+    assert '### a.md\n\n```\nhello\n```' in text and '### b.md' not in text

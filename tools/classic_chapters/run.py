@@ -343,12 +343,13 @@ def write_report(path, rows, args):
     ran = sum(r['status'] == 'ran' for r in rows)
     lines += ['', f'{ran} of {len(rows)} chapters ran.', '',
               '## What the chapters printed', '',
-              '`print` output only (the last 20 lines of each chapter that '
-              'printed anything), to compare with what the book shows.', '']
+              'What each chapter printed, and, as in Jupyter, each '
+              "block's last expression (`Out:`): the last 40 lines, to "
+              'compare with what the book shows.', '']
     for r in rows:
         if r.get('printed'):
             lines += [f"### {r['chapter']}", '', '```']
-            lines += r['printed'][-20:]
+            lines += r['printed'][-40:]
             lines += ['```', '']
     with open(path, 'w', encoding='utf-8') as f:
         f.write('\n'.join(lines))
