@@ -22,7 +22,7 @@ def test_every_mxnet_fluent_method_exists_and_forwards():
                'broadcast_like': (nd.zeros((2, 2, 3)),), 'pad': None,
                'broadcast_axes': None, 'depth_to_space': None,
                'space_to_depth': None, 'slice_like': (nd.zeros((1, 2)),),
-               'split_v2': (3,), 'topk': (), 'argmax_channel': ()}
+               'split_v2': (3, 1), 'topk': (), 'argmax_channel': ()}
     checked = 0
     for name in fluent.available():
         args = one_arg.get(name, ())

@@ -1,7 +1,7 @@
 """``nd``: NDArrays and their operators (``from d2lmini import nd``)."""
 from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, zeros_like,
                       ones_like, full_like, empty_like, waitall, invoke,
-                      from_numpy, reset_arrays)
+                      from_numpy)
 from .registry import OPS
 from . import ops
 from .ops import *          # noqa: F401,F403 - the functional operator surface
@@ -9,10 +9,17 @@ from . import nn_ops        # registers the neural-network operators
 from .nn_ops import *       # noqa: F401,F403
 from .nn_ops import _conv_act  # noqa: F401 - fused conv + relu, for gluon's Conv2D
 from . import random
+from . import _internal
+from .random import (random_uniform, random_normal, random_poisson,  # noqa: F401
+                     random_exponential, random_gamma, random_negative_binomial,
+                     random_generalized_negative_binomial, random_randint,
+                     sample_uniform, sample_normal, sample_poisson, sample_exponential,
+                     sample_gamma, sample_negative_binomial,
+                     sample_generalized_negative_binomial, sample_multinomial)
 from .io import save, load, load_frombuffer
 from .. import context as _context
 
-concatenate = ops.concat
+uniform, normal = random_uniform, random_normal     # MXNet's nd.uniform, nd.normal
 
 
 def op_names():

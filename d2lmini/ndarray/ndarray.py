@@ -23,8 +23,7 @@ from .registry import OPS, broadcast_shapes
 from . import fluent, layout
 
 __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
-           'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall', 'from_numpy',
-           'reset_arrays']
+           'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall', 'from_numpy']
 
 _new = object.__new__
 _NAIVE = engine._NAIVE
@@ -452,6 +451,10 @@ class NDArray:
         return _binary('lesser_equal', self, o)
 
     def _inplace(self, name, o):
+        """``x += o`` and friends.  A deliberate difference from MXNet, which
+        refuses them while recording when ``x`` or ``o`` is in the graph:
+        here they then compute a new array that the name ``x`` is rebound
+        to, so the tape stays right (chapter 2)."""
         if _REC[0] and (self._node is not None or getattr(o, '_node', None) is not None):
             return _binary(name, self, o)    # keep the graph: rebind, don't mutate
         res = _binary(name, self, o)
@@ -984,16 +987,6 @@ def _writable_alias(a):
     buf = (ctypes.c_char * a.nbytes).from_address(a.ctypes.data)
     buf.keep = a
     return np.frombuffer(buf, a.dtype).reshape(a.shape)
-
-
-def reset_arrays(*data, num_arrays=None, **kwargs):
-    """Set every array in ``data`` to zero, in place (MXNet's ``reset_arrays``)."""
-    _check_kwargs('reset_arrays', kwargs)
-    if num_arrays is not None and num_arrays != len(data):
-        raise ValueError(f'reset_arrays: num_arrays={num_arrays} but {len(data)} '
-                         f'arrays were given')
-    for a in data:
-        a[:] = 0
 
 
 def waitall():

@@ -1,18 +1,28 @@
 """Random number generation, one seedable generator per context.
 
 Sampling runs on the context's stream, in issue order, so a seed gives the
-same numbers whatever the engine mode.
+same numbers whatever the engine mode.  Distribution parameters are checked
+inside the kernel, as MXNet does: ``normal(0, -1)`` returns at once and
+fails at the next sync point (``asnumpy``, ``wait_to_read``, ``waitall``).
+
+Parameters may be numbers (``shape`` samples) or NDArrays of one shape
+``p`` (``p + shape`` samples: ``shape`` draws per parameter, MXNet's
+``sample_*`` operators).  The legacy names (``nd.random_normal``,
+``nd.sample_normal``, ``nd.uniform``, ...) are at the end.
 """
 import numpy as np
 
 from .. import backend
-from ..context import Context
-from .ndarray import NDArray, _check_kwargs, _ctx, _dtype, _from_host, _shape, invoke
-from .registry import OPS
+from .ndarray import (NDArray, _check_kwargs, _ctx, _dtype, _from_host, _make, _run,
+                      _shape, invoke, zeros)
+from .registry import OPS, Op, register
 
-__all__ = ['seed', 'normal', 'uniform', 'randint', 'randn', 'shuffle', 'generator']
+__all__ = ['seed', 'uniform', 'normal', 'randn', 'poisson', 'exponential', 'gamma',
+           'multinomial', 'negative_binomial', 'generalized_negative_binomial',
+           'shuffle', 'randint', 'generator']
 
 _GENS = {}
+_STATES = {}                  # ctx -> the generator's stand-in in the engine
 _SEED = [None]
 
 
@@ -29,6 +39,16 @@ def generator(ctx):
     return g
 
 
+def _state(ctx):
+    """A one-element array that stands for ``ctx``'s generator state in the
+    engine: every sampler reads and rewrites it, so samplers stay ordered
+    and share their failures."""
+    st = _STATES.get(ctx)
+    if st is None:
+        st = _STATES[ctx] = zeros((1,), ctx=ctx)
+    return st
+
+
 def seed(seed_state, ctx='all'):
     """Seed the generators of all contexts (or only ``ctx``)."""
     from .. import engine
@@ -42,66 +62,217 @@ def seed(seed_state, ctx='all'):
             np.random.SeedSequence(ss).generate_state(1)[0])
 
 
-def _sample(draw, shape, ctx, dtype, name, out=None):
+def _sample_scalar(draw, shape, ctx, dtype, name, out=None):
     if out is not None:                  # MXNet's out=: fill an existing array
         shape, ctx, dtype = out.shape, out.context, out.dtype
+    elif shape is None:
+        shape = (1,)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
-    gen = generator(ctx)
-    res = _from_host(lambda xp: draw(gen, shape).astype(dtype, copy=False),
-                     shape, dtype, ctx, name)
+    gen, state, xp = generator(ctx), _state(ctx), backend.xp(ctx)
+    res = _make(shape, dtype, ctx)
+    # The sample rewrites the generator's state: a sampler that fails leaves
+    # the state failed, and the samplers after it inherit the error until a
+    # sync point reports it, as MXNet's generator resource does.
+    _run(name, lambda st: (xp.asarray(draw(gen, shape)).astype(dtype, copy=False), st),
+         (state,), [res, state], ctx)
     if out is not None:
         out[:] = res
         return out
     return res
 
 
-def _params(*vals):
-    for v in vals:
-        if isinstance(v, NDArray):
-            raise TypeError('array-valued distribution parameters are not supported; '
-                            'pass Python numbers')
+def _check(dist, what, value, ok, need):
+    """A parameter check that runs in the kernel (errors surface at a sync)."""
+    if not bool(np.all(ok(value))):
+        raise ValueError(f'random.{dist}: {what} must be {need}, got {value!r:.80}')
 
 
-def uniform(low=0, high=1, shape=(1,), dtype=None, ctx=None, out=None, **kw):
-    """Samples from U[low, high)."""
-    _params(low, high)
-    _check_kwargs('uniform', kw)
-    return _sample(lambda g, s: g.uniform(low, high, s), shape, ctx, dtype,
-                   'random_uniform', out)
+@register
+class SampleArray(Op):
+    """Samples with NDArray-valued parameters: ``shape`` draws for each element
+    of the parameters (all of one shape), so the output is ``p.shape + shape``."""
+    name = '_sample_array'
+    differentiable = False
+
+    def infer(self, shapes, dtypes, draw, gen, shape, dtype, dist):
+        if any(s != shapes[0] for s in shapes):
+            raise ValueError(f"random.{dist}: the parameter arrays must have one "
+                             f"shape, got {list(shapes)}")
+        return tuple(shapes[0]) + tuple(shape), np.dtype(dtype)
+
+    def forward(self, *params, draw, gen, shape, dtype, dist):
+        size = params[0].shape + tuple(shape)
+        params = [p.reshape(p.shape + (1,) * len(shape)) for p in params]
+        return draw(gen, *params, size=size).astype(dtype, copy=False)
 
 
-def normal(loc=0, scale=1, shape=(1,), dtype=None, ctx=None, out=None, **kw):
-    """Samples from N(loc, scale^2)."""
-    _params(loc, scale)
-    _check_kwargs('normal', kw)
-    if scale < 0:                   # fail here, not later inside the engine
-        raise ValueError(f'normal: scale must be >= 0, got {scale}')
+def _sample(dist, draw, params, shape, dtype, ctx, out, kw):
+    """Draw ``draw(gen, *params, size=...)`` with number or NDArray params."""
+    _check_kwargs(dist, kw)
+    arrays = [isinstance(p, NDArray) for p in params]
+    if not any(arrays):
+        return _sample_scalar(lambda g, s: draw(g, *params, size=s), shape, ctx,
+                              dtype, 'random_' + dist, out)
+    if not all(arrays):
+        raise TypeError(f'random.{dist}: distribution parameters must all be numbers '
+                        f'or all NDArrays, got {[type(p).__name__ for p in params]}')
+    shape = () if shape is None else _shape(shape)
+    dtype = params[0].dtype if dtype is None else _dtype(dtype)
+    res = invoke(OPS['_sample_array'], tuple(params),
+                 {'draw': draw, 'gen': generator(params[0].context), 'shape': shape,
+                  'dtype': np.dtype(dtype), 'dist': dist})
+    if out is not None:
+        out[:] = res
+        return out
+    return res
+
+
+def _uniform(g, low, high, size):
+    _check('uniform', 'high - low', high - low, lambda d: d >= 0, '>= 0')
+    return g.uniform(low, high, size)
+
+
+def _normal(g, loc, scale, size):
+    _check('normal', 'scale', scale, lambda s: s >= 0, '>= 0')
     # CuPy's Generator has no normal(); NumPy's normal is exactly this anyway
-    return _sample(lambda g, s: loc + scale * g.standard_normal(s), shape, ctx,
-                   dtype, 'random_normal', out)
+    return loc + scale * g.standard_normal(size)
 
 
-def randn(*shape, loc=0, scale=1, dtype=None, ctx=None):
-    return normal(loc, scale, shape, dtype, ctx)
+def _poisson(g, lam, size):
+    _check('poisson', 'lam', lam, lambda v: v >= 0, '>= 0')
+    return g.poisson(lam, size)
 
 
-def randint(low, high, shape=(1,), dtype='int32', ctx=None, out=None, **kw):
+def _exponential(g, scale, size):
+    _check('exponential', 'scale', scale, lambda v: v > 0, '> 0')
+    return g.exponential(scale, size)
+
+
+def _gamma(g, alpha, beta, size):
+    _check('gamma', 'alpha', alpha, lambda v: v > 0, '> 0')
+    _check('gamma', 'beta', beta, lambda v: v > 0, '> 0')
+    return g.gamma(alpha, beta, size)
+
+
+def _negative_binomial(g, k, p, size):
+    _check('negative_binomial', 'k', k, lambda v: v > 0, '> 0')
+    _check('negative_binomial', 'p', p, lambda v: (v > 0) & (v <= 1), 'in (0, 1]')
+    return g.negative_binomial(k, p, size)
+
+
+def _generalized_negative_binomial(g, mu, alpha, size):
+    """A Poisson whose rate is Gamma(1/alpha, alpha*mu): mean mu, variance
+    mu + alpha*mu**2 (alpha = 0: Poisson(mu))."""
+    _check('generalized_negative_binomial', 'mu', mu, lambda v: v >= 0, '>= 0')
+    _check('generalized_negative_binomial', 'alpha', alpha, lambda v: v >= 0, '>= 0')
+    mu, alpha = np.broadcast_to(mu, size), np.broadcast_to(alpha, size)
+    pos = alpha > 0
+    lam = np.array(mu, dtype=np.float64)
+    if pos.any():
+        lam[pos] = g.gamma(1 / alpha[pos], alpha[pos] * mu[pos])
+    return g.poisson(lam)
+
+
+def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kw):
+    """Samples from U[low, high).
+
+    >>> nd.random.uniform(-1, 1, shape=(2,))     # doctest: +SKIP
+    [0.0976 0.4304]
+    """
+    return _sample('uniform', _uniform, (low, high), shape, dtype, ctx, out, kw)
+
+
+def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kw):
+    """Samples from N(loc, scale^2)."""
+    return _sample('normal', _normal, (loc, scale), shape, dtype, ctx, out, kw)
+
+
+def randn(*shape, loc=0, scale=1, dtype=None, ctx=None, **kw):
+    """Normal samples of shape ``shape`` (given as separate ints)."""
+    return normal(loc, scale, shape or (1,), dtype, ctx, **kw)
+
+
+def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None, **kw):
+    """Samples from Poisson(lam) (as float32 unless ``dtype``)."""
+    return _sample('poisson', _poisson, (lam,), shape, dtype, ctx, out, kw)
+
+
+def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None, **kw):
+    """Samples from the exponential distribution of mean ``scale`` (rate 1/scale)."""
+    return _sample('exponential', _exponential, (scale,), shape, dtype, ctx, out, kw)
+
+
+def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None, **kw):
+    """Samples from Gamma(shape ``alpha``, scale ``beta``)."""
+    return _sample('gamma', _gamma, (alpha, beta), shape, dtype, ctx, out, kw)
+
+
+def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kw):
+    """Failures before the ``k``-th success, success probability ``p``."""
+    return _sample('negative_binomial', _negative_binomial, (k, p), shape, dtype, ctx,
+                   out, kw)
+
+
+def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=None,
+                                  out=None, **kw):
+    """Negative binomial of mean ``mu`` and dispersion ``alpha``."""
+    return _sample('generalized_negative_binomial', _generalized_negative_binomial,
+                   (mu, alpha), shape, dtype, ctx, out, kw)
+
+
+@register
+class Multinomial(Op):
+    """Indices drawn from the distributions along the last axis of ``p``."""
+    name = '_sample_multinomial'
+    differentiable = False
+
+    def infer(self, shapes, dtypes, gen, shape, dtype):
+        return (tuple(shapes[0][:-1]) + tuple(shape)) or (1,), np.dtype(dtype)
+
+    def forward(self, p, gen, shape, dtype):
+        _check('multinomial', 'data', p, lambda v: v >= 0, '>= 0 (probabilities)')
+        xp = backend.xp_of(p) if not isinstance(p, np.ndarray) else np
+        batch, k = p.shape[:-1], p.shape[-1]
+        u = xp.asarray(gen.random(batch + tuple(shape)))
+        cdf = xp.cumsum(p, axis=-1).reshape(batch + (1,) * len(shape) + (k,))
+        # the first outcome whose cumulative probability passes u
+        r = xp.minimum((u[..., None] >= cdf).sum(-1), k - 1)
+        return r.reshape((batch + tuple(shape)) or (1,)).astype(dtype)
+
+
+def multinomial(data, shape=None, get_prob=False, out=None, dtype='int32', **kw):
+    """Indices drawn from the distributions along ``data``'s last axis:
+    ``shape`` draws from each (one when ``shape`` is None).  With
+    ``get_prob``, also the log-probabilities of the draws (differentiable in
+    ``data``, for REINFORCE-style estimators)."""
+    _check_kwargs('multinomial', kw)
+    shape = () if shape is None else _shape(shape)
+    res = invoke(OPS['_sample_multinomial'], (data,),
+                 {'gen': generator(data.context), 'shape': shape,
+                  'dtype': np.dtype(dtype)})
+    if out is not None:
+        out[:] = res
+        res = out
+    if not get_prob:
+        return res
+    batch = data.shape[:-1]
+    idx = res.reshape(batch + (-1,))
+    prob = invoke(OPS['_gather_axis'], (data, idx), {'axis': len(batch)})
+    return [res, invoke(OPS['log'], (prob.reshape(res.shape),))]
+
+
+def randint(low, high, shape=None, dtype='int32', ctx=None, out=None, **kw):
     """Integers in [low, high)."""
     _check_kwargs('randint', kw)
     if low >= high:
         raise ValueError(f'randint: need low < high, got low={low}, high={high}')
-    return _sample(lambda g, s: g.integers(low, high, s), shape, ctx, dtype,
-                   'random_randint', out)
+    return _sample_scalar(lambda g, s: g.integers(low, high, s), shape, ctx, dtype,
+                          'random_randint', out)
 
 
-def exponential(scale=1, shape=(1,), dtype=None, ctx=None, **kw):
-    _check_kwargs('exponential', kw)
-    return _sample(lambda g, s: g.exponential(scale, s), shape, ctx, dtype,
-                   'random_exponential')
-
-
-def shuffle(data):
+def shuffle(data, **kw):
     """A copy of ``data`` with its first axis shuffled."""
+    _check_kwargs('shuffle', kw)
     gen = generator(data.context)
     n = data.shape[0]
 
@@ -111,3 +282,85 @@ def shuffle(data):
     perm = _from_host(draw, (data.shape[0],),
                       np.dtype(np.int64), data.context, 'random_permutation')
     return invoke(OPS['take'], (data, perm), {'axis': 0})
+
+
+# === MXNet's older names: nd.random_normal, nd.sample_normal, nd.uniform, ... =======
+def _reciprocal(lam):
+    return 1 / lam            # rate -> scale, for a number or an NDArray
+
+
+def random_uniform(low=0, high=1, shape=None, ctx=None, dtype=None, out=None,
+                   name=None, **kw):
+    return uniform(low, high, shape, dtype, ctx, out, **kw)
+
+
+def random_normal(loc=0, scale=1, shape=None, ctx=None, dtype=None, out=None,
+                  name=None, **kw):
+    return normal(loc, scale, shape, dtype, ctx, out, **kw)
+
+
+def random_poisson(lam=1, shape=None, ctx=None, dtype=None, out=None, name=None, **kw):
+    return poisson(lam, shape, dtype, ctx, out, **kw)
+
+
+def random_exponential(lam=1, shape=None, ctx=None, dtype=None, out=None, name=None,
+                       **kw):
+    """Exponential samples of *rate* ``lam`` (``random.exponential`` takes the
+    scale ``1/lam``)."""
+    return exponential(_reciprocal(lam), shape, dtype, ctx, out, **kw)
+
+
+def random_gamma(alpha=1, beta=1, shape=None, ctx=None, dtype=None, out=None,
+                 name=None, **kw):
+    return gamma(alpha, beta, shape, dtype, ctx, out, **kw)
+
+
+def random_negative_binomial(k=1, p=1, shape=None, ctx=None, dtype=None, out=None,
+                             name=None, **kw):
+    return negative_binomial(k, p, shape, dtype, ctx, out, **kw)
+
+
+def random_generalized_negative_binomial(mu=1, alpha=1, shape=None, ctx=None,
+                                         dtype=None, out=None, name=None, **kw):
+    return generalized_negative_binomial(mu, alpha, shape, dtype, ctx, out, **kw)
+
+
+def random_randint(low, high, shape=None, ctx=None, dtype='int32', out=None,
+                   name=None, **kw):
+    return randint(low, high, shape, dtype, ctx, out, **kw)
+
+
+def sample_uniform(low, high, shape=None, dtype=None, out=None, name=None, **kw):
+    return uniform(low, high, shape, dtype, None, out, **kw)
+
+
+def sample_normal(mu, sigma, shape=None, dtype=None, out=None, name=None, **kw):
+    return normal(mu, sigma, shape, dtype, None, out, **kw)
+
+
+def sample_poisson(lam, shape=None, dtype=None, out=None, name=None, **kw):
+    return poisson(lam, shape, dtype, None, out, **kw)
+
+
+def sample_exponential(lam, shape=None, dtype=None, out=None, name=None, **kw):
+    """Exponential samples of *rate* ``lam`` (one distribution per element)."""
+    return exponential(_reciprocal(lam), shape, dtype, None, out, **kw)
+
+
+def sample_gamma(alpha, beta, shape=None, dtype=None, out=None, name=None, **kw):
+    return gamma(alpha, beta, shape, dtype, None, out, **kw)
+
+
+def sample_negative_binomial(k, p, shape=None, dtype=None, out=None, name=None, **kw):
+    return negative_binomial(k, p, shape, dtype, None, out, **kw)
+
+
+def sample_generalized_negative_binomial(mu, alpha, shape=None, dtype=None, out=None,
+                                         name=None, **kw):
+    return generalized_negative_binomial(mu, alpha, shape, dtype, None, out, **kw)
+
+
+def sample_multinomial(data, shape=None, get_prob=False, out=None, dtype='int32',
+                       name=None, **kw):
+    return multinomial(data, shape, get_prob, out, dtype, **kw)
+
