@@ -30,11 +30,12 @@ class Context:
     def __init__(self, device_type, device_id=0):
         if isinstance(device_type, Context):
             device_type, device_id = device_type.device_type, device_type.device_id
-        if device_type not in ('cpu', 'gpu', 'cpu_pinned'):
+        if device_type not in ('cpu', 'gpu', 'cpu_pinned', 'cpu_shared'):
             raise ValueError(f"unknown device type {device_type!r}: use 'cpu' or 'gpu'")
         if not isinstance(device_id, int) or device_id < 0:
             raise ValueError(f"device_id must be a non-negative int, got {device_id!r}")
-        if device_type == 'cpu_pinned':       # MXNet's pinned host memory: plain CPU here
+        if device_type in ('cpu_pinned', 'cpu_shared'):
+            # MXNet's pinned and shared (multiprocess) host memory: plain CPU here
             device_type = 'cpu'
         self.device_type = device_type
         self.device_id = device_id

@@ -1,22 +1,36 @@
-"""The d2l book's helpers, MXNet 1.x edition: ``from d2lmini import d2l``.
+"""The d2l book's helpers, both MXNet editions: ``from d2lmini import d2l``.
 
-Same names, arguments and printed output as the helpers the classic book
-defines for MXNet, so its code runs unchanged:
+One module serves two books' code:
+
+* the course's chapters and the second edition's MXNet helpers
+  (``evaluate_accuracy(net, data_iter)``, ``train_ch6``, ...);
+* the classic first edition (``import d2lzh as d2l``, the Chinese book):
+  ``evaluate_accuracy(data_iter, net, ctx)``, ``train_ch3``, ``train_ch5``,
+  ``_get_batch``, ``data_iter``, ``Residual``, ``resnet18``, ... with its
+  names, signatures and printed output.  Where the two editions share a
+  name, the call form tells them apart (see :func:`evaluate_accuracy`,
+  :class:`Benchmark`).
+
+What is here:
 
 * timing and bookkeeping: :class:`Timer`, :class:`Accumulator`,
   :class:`Benchmark`;
 * plotting (matplotlib, inline SVG in notebooks): :data:`plt`,
   :func:`use_svg_display`, :func:`set_figsize`, :func:`set_axes`,
-  :func:`plot`, :class:`Animator`, :func:`show_images`;
-* devices: :func:`try_gpu`, :func:`try_all_gpus`;
-* data: :func:`synthetic_data`, :func:`load_array`,
-  :func:`load_data_fashion_mnist`, :func:`get_fashion_mnist_labels`;
+  :func:`plot`, :func:`semilogy`, :class:`Animator`, :func:`show_images`,
+  :func:`show_fashion_mnist`;
+* devices: :func:`try_gpu`, :func:`try_all_gpus` (fall back to the CPU
+  when allocating on a GPU raises ``MXNetError``, as in the book);
+* data: :func:`synthetic_data`, :func:`load_array`, :func:`data_iter`,
+  :func:`load_data_fashion_mnist`, :func:`get_fashion_mnist_labels`,
+  :func:`_get_batch`;
 * training: :func:`linreg`, :func:`squared_loss`, :func:`sgd`,
   :func:`accuracy`, :func:`evaluate_accuracy`,
-  :func:`evaluate_accuracy_gpu`, :func:`train_ch6`;
-* LeNet: :func:`lenet_classic` (chapter 6) and the multi-GPU chapter's
+  :func:`evaluate_accuracy_gpu`, :func:`train_ch3`, :func:`train_ch5`,
+  :func:`train`, :func:`train_ch6`;
+* networks: :func:`lenet_classic` (chapter 6), the multi-GPU chapter's
   :func:`get_lenet_params` / :func:`lenet` (from raw operators) and
-  :func:`lenet_multigpu` (Gluon).
+  :func:`lenet_multigpu` (Gluon), :class:`Residual` and :func:`resnet18`.
 
 matplotlib is imported on first use (``d2l.plt`` too), so importing this
 module stays cheap.  In a script (no Jupyter kernel) :class:`Animator`
@@ -32,19 +46,25 @@ from . import autograd, context
 from . import ndarray as nd
 
 __all__ = ['Timer', 'Accumulator', 'Animator', 'Benchmark', 'use_svg_display',
-           'set_figsize', 'set_axes', 'plot', 'plt', 'try_gpu', 'try_all_gpus',
-           'synthetic_data', 'load_array', 'get_dataloader_workers',
-           'load_data_fashion_mnist', 'get_fashion_mnist_labels', 'show_images',
+           'set_figsize', 'set_axes', 'plot', 'semilogy', 'plt', 'try_gpu',
+           'try_all_gpus', 'synthetic_data', 'load_array', 'data_iter',
+           'get_dataloader_workers', 'load_data_fashion_mnist',
+           'get_fashion_mnist_labels', 'show_images', 'show_fashion_mnist',
            'linreg', 'squared_loss', 'sgd', 'size', 'accuracy',
-           'evaluate_accuracy', 'evaluate_accuracy_gpu', 'train_ch6',
-           'lenet_classic', 'get_lenet_params', 'get_params', 'lenet',
-           'lenet_multigpu', 'split_batch']
+           'evaluate_accuracy', 'evaluate_accuracy_gpu', 'train_ch3',
+           'train_ch5', 'train', 'train_ch6', 'lenet_classic',
+           'get_lenet_params', 'get_params', 'lenet', 'lenet_multigpu',
+           'split_batch', 'Residual', 'resnet18']
 
 
-def __getattr__(name):          # d2l.plt: pyplot, imported on first use
+def __getattr__(name):          # d2l.plt, d2l.Residual: built on first use
     if name == 'plt':
         from matplotlib import pyplot
         return pyplot
+    if name == 'Residual':
+        if 'Residual' not in globals():
+            globals()['Residual'] = _residual_class()
+        return globals()['Residual']
     raise AttributeError(f"module 'd2lmini.d2l' has no attribute {name!r}")
 
 
@@ -116,17 +136,30 @@ class Accumulator:
 
 
 class Benchmark:
-    """``with Benchmark('mlp'): ...`` prints ``mlp: 0.1234 sec``."""
+    """Time a ``with`` block and print how long it took.
 
-    def __init__(self, description='Done'):
-        self.description = description
+    The classic book's form (``d2lzh``), by position or ``prefix=``::
+
+        with Benchmark('Run on CPU.'): ...      # Run on CPU. time: 0.1234 sec
+        with Benchmark(): ...                   # time: 0.1234 sec
+
+    The second edition's form, by keyword ``description=``::
+
+        with Benchmark(description='mlp'): ...  # mlp: 0.1234 sec
+    """
+
+    def __init__(self, prefix=None, *, description=None):
+        if description is not None:
+            self._label = f'{description}: '
+        else:
+            self._label = f'{prefix} time: ' if prefix else 'time: '
 
     def __enter__(self):
         self.timer = Timer()
         return self
 
     def __exit__(self, *args):
-        print(f'{self.description}: {self.timer.stop():.4f} sec')
+        print(f'{self._label}{self.timer.stop():.4f} sec')
 
 
 # === plotting ======================================================================
@@ -251,7 +284,13 @@ class Animator:
 
 
 def show_images(imgs, num_rows, num_cols, titles=None, scale=1.5):
-    """Plot a list of images (NDArrays or arrays; ``(H, W, 1)`` is fine too)."""
+    """Plot a list of images (NDArrays or arrays; ``(H, W, 1)`` is fine too).
+
+    The classic book's ``show_images(imgs, num_rows, num_cols, scale)``
+    passes the scale fourth: a number there is taken as ``scale``.
+    """
+    if isinstance(titles, (int, float)):
+        titles, scale = None, titles
     figsize = (num_cols * scale, num_rows * scale)
     _, axes = _plt().subplots(num_rows, num_cols, figsize=figsize)
     axes = np.asarray(axes).flatten()
@@ -268,15 +307,61 @@ def show_images(imgs, num_rows, num_cols, titles=None, scale=1.5):
     return axes
 
 
+def semilogy(x_vals, y_vals, x_label, y_label, x2_vals=None, y2_vals=None,
+             legend=None, figsize=(3.5, 2.5)):
+    """Plot ``y`` on a log scale against ``x`` (and a dotted second curve)."""
+    plt = _plt()
+    set_figsize(figsize)
+    plt.xlabel(x_label)
+    plt.ylabel(y_label)
+    plt.semilogy(_host(x_vals), _host(y_vals))
+    if x2_vals is not None and y2_vals is not None:
+        plt.semilogy(_host(x2_vals), _host(y2_vals), linestyle=':')
+        plt.legend(legend)
+    if _in_notebook():
+        plt.show()
+
+
+def show_fashion_mnist(images, labels):
+    """Plot Fashion-MNIST images in one row, with their text labels."""
+    use_svg_display()
+    _, figs = _plt().subplots(1, len(images), figsize=(12, 12))
+    figs = np.atleast_1d(figs)
+    for f, img, lbl in zip(figs, images, labels):
+        f.imshow(np.asarray(_host(img)).reshape((28, 28)))
+        f.set_title(lbl)
+        f.axes.get_xaxis().set_visible(False)
+        f.axes.get_yaxis().set_visible(False)
+    return figs
+
+
 # === devices ===========================================================================
+def _gpu_works(i):
+    """Whether an array can be allocated on ``gpu(i)`` (MXNetError if not)."""
+    from .base import MXNetError
+    try:
+        nd.zeros((1,), ctx=context.gpu(i)).wait_to_read()
+    except MXNetError:
+        return False
+    return True
+
+
 def try_gpu(i=0):
-    """Return gpu(i) if exists, otherwise return cpu()."""
-    return context.gpu(i) if context.num_gpus() >= i + 1 else context.cpu()
+    """Return gpu(i) if exists, otherwise return cpu().
+
+    As in the book, it tries to allocate on ``gpu(i)`` and falls back to
+    ``cpu()`` when that raises ``MXNetError``.
+    """
+    return context.gpu(i) if _gpu_works(i) else context.cpu()
 
 
 def try_all_gpus():
     """Return all available GPUs, or [cpu()] if there is no GPU."""
-    devices = [context.gpu(i) for i in range(context.num_gpus())]
+    devices = []
+    for i in range(16):             # the book looks at gpu(0) .. gpu(15)
+        if not _gpu_works(i):
+            break
+        devices.append(context.gpu(i))
     return devices if devices else [context.cpu()]
 
 
@@ -294,6 +379,35 @@ def load_array(data_arrays, batch_size, is_train=True):
     from .gluon import data as gdata
     dataset = gdata.ArrayDataset(*data_arrays)
     return gdata.DataLoader(dataset, batch_size, shuffle=is_train)
+
+
+def data_iter(batch_size, features, labels):
+    """The classic book's from-scratch reader: random minibatches.
+
+    Yields ``(features[j], labels[j])`` for shuffled index batches ``j``
+    (Python's ``random``, as in the book); the last batch may be smaller.
+    """
+    import random
+    num_examples = len(features)
+    indices = list(range(num_examples))
+    random.shuffle(indices)
+    for i in range(0, num_examples, batch_size):
+        j = nd.array(indices[i: min(i + batch_size, num_examples)])
+        yield nd.take(features, j), nd.take(labels, j)
+
+
+def _get_batch(batch, ctx):
+    """Split a ``(features, labels)`` batch over ``ctx`` (a list).
+
+    Labels take the features' dtype first, as in the classic book.
+    Returns ``(features_list, labels_list, batch_size)``.
+    """
+    from .gluon import utils
+    features, labels = batch
+    if labels.dtype != features.dtype:
+        labels = labels.astype(features.dtype)
+    return (utils.split_and_load(features, ctx),
+            utils.split_and_load(labels, ctx), features.shape[0])
 
 
 def get_dataloader_workers():
@@ -363,12 +477,166 @@ def accuracy(y_hat, y):
     return float(_correct(y_hat, y).asscalar())
 
 
-def evaluate_accuracy(net, data_iter):
-    """Compute the accuracy for a model on a dataset."""
+def evaluate_accuracy(*args, **kwargs):
+    """Compute the accuracy for a model on a dataset.
+
+    Both editions' call forms:
+
+    * ``evaluate_accuracy(net, data_iter)`` (second edition);
+    * ``evaluate_accuracy(data_iter, net, ctx=[mx.cpu()])`` (the classic
+      book): each batch is split over the context(s) in ``ctx``.
+
+    The form is told by which argument is callable: a network is, a data
+    iterator (``DataLoader``, list, generator) is not.
+    """
+    names = ('net', 'data_iter')
+    if 'ctx' in kwargs or len(args) > 2:
+        classic = True
+    elif len(args) == 2:
+        classic = not callable(args[0]) and callable(args[1])
+    elif args:                          # one positional: is it the net?
+        classic = not callable(args[0])
+    else:
+        classic = False
+    if classic:
+        names = ('data_iter', 'net', 'ctx')
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in bound or k not in names + ('ctx',):
+            raise TypeError(f'evaluate_accuracy() got an unexpected or '
+                            f'repeated argument {k!r}')
+        bound[k] = v
+    missing = [n for n in ('net', 'data_iter') if n not in bound]
+    if missing:
+        raise TypeError(f'evaluate_accuracy() missing argument(s) {missing}: '
+                        f'call it as evaluate_accuracy(net, data_iter) or '
+                        f'evaluate_accuracy(data_iter, net, ctx)')
+    if classic:
+        return _evaluate_accuracy_classic(bound['data_iter'], bound['net'],
+                                          bound.get('ctx'))
     metric = Accumulator(2)  # No. of correct predictions, no. of predictions
-    for X, y in data_iter:
-        metric.add(accuracy(net(X), y), y.size)
+    for X, y in bound['data_iter']:
+        metric.add(accuracy(bound['net'](X), y), y.size)
     return metric[0] / metric[1]
+
+
+def _evaluate_accuracy_classic(data_iter, net, ctx=None):
+    """The classic book's evaluate_accuracy: counts summed on cpu(0).
+
+    One sync a batch (``wait_to_read``), as the book does, so memory stays
+    bounded on long test sets.
+    """
+    if ctx is None:
+        ctx = [context.cpu()]
+    if isinstance(ctx, context.Context):
+        ctx = [ctx]
+    acc_sum, n = nd.array([0]), 0
+    for batch in data_iter:
+        features, labels, _ = _get_batch(batch, ctx)
+        for X, y in zip(features, labels):
+            y = y.astype('float32')
+            acc_sum += (net(X).argmax(axis=1) == y).sum().copyto(context.cpu())
+            n += y.size
+        acc_sum.wait_to_read()
+    return acc_sum.asscalar() / n
+
+
+def train_ch3(net, train_iter, test_iter, loss, num_epochs, batch_size,
+              params=None, lr=None, trainer=None):
+    """Train and evaluate a model on the CPU (classic book, chapter 3).
+
+    Updates with :func:`sgd` on ``params`` and ``lr``, or with
+    ``trainer.step``; prints loss, train and test accuracy each epoch.
+    """
+    for epoch in range(num_epochs):
+        train_l_sum, train_acc_sum, n = 0.0, 0.0, 0
+        for X, y in train_iter:
+            with autograd.record():
+                y_hat = net(X)
+                l = loss(y_hat, y).sum()
+            l.backward()
+            if trainer is None:
+                sgd(params, lr, batch_size)
+            else:
+                trainer.step(batch_size)
+            y = y.astype('float32')
+            train_l_sum += l.asscalar()
+            train_acc_sum += (y_hat.argmax(axis=1) == y).sum().asscalar()
+            n += y.size
+        test_acc = evaluate_accuracy(test_iter, net, context.cpu())
+        print('epoch %d, loss %.4f, train acc %.3f, test acc %.3f'
+              % (epoch + 1, train_l_sum / n, train_acc_sum / n, test_acc))
+
+
+def train_ch5(net, train_iter, test_iter, batch_size, trainer, ctx,
+              num_epochs):
+    """Train and evaluate a model on ``ctx`` (classic book, chapter 5).
+
+    Softmax cross-entropy; prints ``training on ctx``, then per epoch the
+    loss, train and test accuracy and the epoch's time.  On a terminal a
+    progress bar shows the batches of the running epoch.
+    """
+    from .gluon import loss as gloss
+    print('training on', ctx)
+    loss = gloss.SoftmaxCrossEntropyLoss()
+    for epoch in range(num_epochs):
+        train_l_sum, train_acc_sum, n, start = 0.0, 0.0, 0, time.time()
+        progress = _progress(len(train_iter))
+        for X, y in train_iter:
+            X, y = X.as_in_context(ctx), y.as_in_context(ctx)
+            with autograd.record():
+                y_hat = net(X)
+                l = loss(y_hat, y).sum()
+            l.backward()
+            trainer.step(batch_size)
+            y = y.astype('float32')
+            train_l_sum += l.asscalar()
+            train_acc_sum += (y_hat.argmax(axis=1) == y).sum().asscalar()
+            n += y.size
+            if progress is not None:
+                progress.update(1)
+        if progress is not None:
+            progress.close()
+        test_acc = evaluate_accuracy(test_iter, net, ctx)
+        print('epoch %d, loss %.4f, train acc %.3f, test acc %.3f, '
+              'time %.1f sec'
+              % (epoch + 1, train_l_sum / n, train_acc_sum / n, test_acc,
+                 time.time() - start))
+
+
+def train(train_iter, test_iter, net, loss, trainer, ctx, num_epochs):
+    """Train on one or several contexts (classic book, image augmentation).
+
+    Each batch is split over ``ctx`` with :func:`_get_batch`.
+    """
+    print('training on', ctx)
+    if isinstance(ctx, context.Context):
+        ctx = [ctx]
+    for epoch in range(num_epochs):
+        train_l_sum, train_acc_sum, n, m, start = 0.0, 0.0, 0, 0, time.time()
+        progress = _progress(len(train_iter))
+        for batch in train_iter:
+            Xs, ys, batch_size = _get_batch(batch, ctx)
+            with autograd.record():
+                y_hats = [net(X) for X in Xs]
+                ls = [loss(y_hat, y) for y_hat, y in zip(y_hats, ys)]
+            for l in ls:
+                l.backward()
+            trainer.step(batch_size)
+            train_l_sum += sum(l.sum().asscalar() for l in ls)
+            n += sum(l.size for l in ls)
+            train_acc_sum += sum((y_hat.argmax(axis=1) == y).sum().asscalar()
+                                 for y_hat, y in zip(y_hats, ys))
+            m += sum(y.size for y in ys)
+            if progress is not None:
+                progress.update(1)
+        if progress is not None:
+            progress.close()
+        test_acc = evaluate_accuracy(test_iter, net, ctx)
+        print('epoch %d, loss %.4f, train acc %.3f, test acc %.3f, '
+              'time %.1f sec'
+              % (epoch + 1, train_l_sum / n, train_acc_sum / m, test_acc,
+                 time.time() - start))
 
 
 def _first_context(net):
@@ -545,3 +813,61 @@ def split_batch(X, y, devices):
     from .gluon import utils
     assert X.shape[0] == y.shape[0]
     return (utils.split_and_load(X, devices), utils.split_and_load(y, devices))
+
+
+# === ResNet (classic book) ==============================================================
+def _residual_class():
+    # Built on first use: gluon is heavy, and this module stays cheap to import.
+    from .gluon import nn
+
+    class Residual(nn.Block):
+        """The residual block: two 3x3 convolutions with batch norm, plus
+        the input (through a 1x1 convolution when ``use_1x1conv``)."""
+
+        def __init__(self, num_channels, use_1x1conv=False, strides=1,
+                     **kwargs):
+            super().__init__(**kwargs)
+            self.conv1 = nn.Conv2D(num_channels, kernel_size=3, padding=1,
+                                   strides=strides)
+            self.conv2 = nn.Conv2D(num_channels, kernel_size=3, padding=1)
+            self.conv3 = (nn.Conv2D(num_channels, kernel_size=1,
+                                    strides=strides) if use_1x1conv else None)
+            self.bn1 = nn.BatchNorm()
+            self.bn2 = nn.BatchNorm()
+
+        def forward(self, X):
+            Y = nd.relu(self.bn1(self.conv1(X)))
+            Y = self.bn2(self.conv2(Y))
+            if self.conv3:
+                X = self.conv3(X)
+            return nd.relu(Y + X)
+
+    Residual.__module__ = __name__
+    Residual.__qualname__ = 'Residual'
+    return Residual
+
+
+def resnet18(num_classes):
+    """ResNet-18 for small images (classic book): a 3x3 first convolution,
+    stride 1, no max pooling."""
+    from .gluon import nn
+    Residual = __getattr__('Residual')
+
+    def resnet_block(num_channels, num_residuals, first_block=False):
+        blk = nn.Sequential()
+        for i in range(num_residuals):
+            if i == 0 and not first_block:
+                blk.add(Residual(num_channels, use_1x1conv=True, strides=2))
+            else:
+                blk.add(Residual(num_channels))
+        return blk
+
+    net = nn.Sequential()
+    net.add(nn.Conv2D(64, kernel_size=3, strides=1, padding=1),
+            nn.BatchNorm(), nn.Activation('relu'))
+    net.add(resnet_block(64, 2, first_block=True),
+            resnet_block(128, 2),
+            resnet_block(256, 2),
+            resnet_block(512, 2))
+    net.add(nn.GlobalAvgPool2D(), nn.Dense(num_classes))
+    return net

@@ -43,13 +43,23 @@ def test_timer_and_accumulator():
 
 
 def test_benchmark_prints_its_time(capsys):
-    with d2l.Benchmark('mlp'):
+    """The classic book's format by position, the second edition's by
+    ``description=``."""
+    with d2l.Benchmark('Run on CPU.'):
         time.sleep(0.01)
     out = capsys.readouterr().out
-    assert re.fullmatch(r'mlp: \d+\.\d{4} sec\n', out), out
+    assert re.fullmatch(r'Run on CPU\. time: \d+\.\d{4} sec\n', out), out
+    assert float(out.split()[-2]) >= 0.009
     with d2l.Benchmark():
         pass
-    assert capsys.readouterr().out.startswith('Done: ')
+    assert re.fullmatch(r'time: \d+\.\d{4} sec\n', capsys.readouterr().out)
+    with d2l.Benchmark(prefix='p'):
+        pass
+    assert capsys.readouterr().out.startswith('p time: ')
+    with d2l.Benchmark(description='mlp'):
+        pass
+    out = capsys.readouterr().out
+    assert re.fullmatch(r'mlp: \d+\.\d{4} sec\n', out), out
 
 
 def test_animator_in_a_script(capsys):
@@ -216,3 +226,178 @@ def test_train_ch6_on_a_small_subset(fashion_mnist_dir, capsys):
     np.testing.assert_allclose(lines[2].get_xdata(), [1, 2])
     # 8 batches an epoch: a point every 8 // 5 = 1 batches, as in d2l.
     np.testing.assert_allclose(lines[0].get_xdata(), np.arange(1, 17) / 8)
+
+
+# === the classic book's helpers (d2lzh) ======================================
+def _two_class_loader():
+    X = nd.arange(20).reshape((10, 2))
+    labels = nd.array(np.arange(10) % 2, dtype='int32')
+    return d2l.load_array((X, labels), 4, is_train=False)
+
+
+def _always_one(x):             # predicts class 1 for every example
+    n, c = x.shape[0], x.context
+    return nd.concat(nd.zeros((n, 1), ctx=c), nd.ones((n, 1), ctx=c), dim=1)
+
+
+def test_evaluate_accuracy_both_call_forms():
+    loader = _two_class_loader()
+    assert d2l.evaluate_accuracy(_always_one, loader) == pytest.approx(0.5)
+    assert d2l.evaluate_accuracy(net=_always_one, data_iter=loader) == \
+        pytest.approx(0.5)
+    # classic: (data_iter, net, ctx), ctx a Context, a list, or left out
+    assert d2l.evaluate_accuracy(loader, _always_one) == pytest.approx(0.5)
+    assert d2l.evaluate_accuracy(loader, _always_one, mx.cpu(1)) == \
+        pytest.approx(0.5)
+    seen = []
+
+    def net(x):
+        seen.append(x.context)
+        return _always_one(x)
+    acc = d2l.evaluate_accuracy(loader, net, ctx=[mx.cpu(0), mx.cpu(1)])
+    assert acc == pytest.approx(0.5)
+    # batches of 4, 4, 2 each split in two halves over the two devices
+    assert seen == [mx.cpu(0), mx.cpu(1)] * 3
+    with pytest.raises(TypeError, match='evaluate_accuracy'):
+        d2l.evaluate_accuracy(loader)
+
+
+def test_try_gpu_falls_back_on_mxnet_error(monkeypatch):
+    """The book's try_gpu: allocate on gpu(i), fall back when that raises."""
+    from d2lmini import context as ctxmod
+    if mx.num_gpus():
+        assert d2l.try_gpu() == mx.gpu(0)
+    else:
+        with pytest.raises(mx.base.MXNetError):
+            nd.zeros((1,), ctx=mx.gpu(0)).wait_to_read()
+        assert d2l.try_gpu() == mx.cpu() and d2l.try_all_gpus() == [mx.cpu()]
+    # With two working "GPUs" (cpu(5), cpu(6) standing in) both are found.
+    fake = {0: mx.cpu(5), 1: mx.cpu(6)}
+
+    def gpu(i=0):
+        if i in fake:
+            return fake[i]
+        raise mx.base.MXNetError(f'no gpu({i})')
+    monkeypatch.setattr(ctxmod, 'gpu', gpu)
+    assert d2l.try_all_gpus() == [mx.cpu(5), mx.cpu(6)]
+    assert d2l.try_gpu() == mx.cpu(5) and d2l.try_gpu(2) == mx.cpu()
+
+
+def test_data_iter_and_get_batch():
+    features = nd.arange(30).reshape((15, 2))
+    labels = nd.arange(15)
+    batches = list(d2l.data_iter(4, features, labels))
+    assert [b[0].shape for b in batches] == [(4, 2)] * 3 + [(3, 2)]
+    seen = np.concatenate([y.asnumpy() for _, y in batches])
+    assert sorted(seen.tolist()) == list(range(15))        # a permutation
+    for X, y in batches:                                     # rows stay paired
+        np.testing.assert_array_equal(X.asnumpy()[:, 0], 2 * y.asnumpy())
+    Xs, ys, n = d2l._get_batch(
+        (nd.ones((4, 3)), nd.array([0, 1, 1, 0], dtype='int32')),
+        [mx.cpu(0), mx.cpu(1)])
+    assert n == 4 and [x.shape for x in Xs] == [(2, 3), (2, 3)]
+    assert [y.context for y in ys] == [mx.cpu(0), mx.cpu(1)]
+    assert ys[0].dtype == np.float32                       # the features' dtype
+
+
+def test_residual_and_resnet18():
+    blk = d2l.Residual(3)
+    blk.initialize()
+    X = nd.random.uniform(shape=(4, 3, 6, 6))
+    assert blk(X).shape == (4, 3, 6, 6)
+    blk = d2l.Residual(6, use_1x1conv=True, strides=2)
+    blk.initialize()
+    assert blk(X).shape == (4, 6, 3, 3)
+    assert isinstance(blk, mx.gluon.nn.Block)
+    assert d2l.Residual is d2l.Residual                    # built once
+    net = d2l.resnet18(10)
+    net.initialize()
+    assert net(nd.random.uniform(shape=(2, 1, 28, 28))).shape == (2, 10)
+    # 1 conv + 8 residual blocks (2 convs each, 3 with a 1x1) + dense
+    convs = [p for p in net.collect_params() if p.endswith('weight')
+             and len(net.collect_params()[p].shape) == 4]
+    assert len(convs) == 1 + 16 + 3
+
+
+def _small_fashion(fashion_mnist_dir, n_train=256, n_test=128, bs=64):
+    from d2lmini.gluon.data import DataLoader
+    from d2lmini.gluon.data.vision import FashionMNIST, transforms
+    trans = transforms.ToTensor()
+    train = FashionMNIST(root=fashion_mnist_dir, train=True).take(n_train)
+    test = FashionMNIST(root=fashion_mnist_dir, train=False).take(n_test)
+    return (DataLoader(train.transform_first(trans), bs, shuffle=True),
+            DataLoader(test.transform_first(trans), bs))
+
+
+def test_train_ch3_softmax_from_scratch(fashion_mnist_dir, capsys):
+    """The classic chapter 3 loop: sgd on params, accuracy going up."""
+    train_iter, test_iter = _small_fashion(fashion_mnist_dir, 512, 256)
+    W = nd.random.normal(scale=0.01, shape=(784, 10))
+    b = nd.zeros(10)
+    W.attach_grad()
+    b.attach_grad()
+
+    def net(X):
+        return nd.softmax(nd.dot(X.reshape((-1, 784)), W) + b)
+
+    def cross_entropy(y_hat, y):
+        return -nd.pick(y_hat, y).log()
+    d2l.train_ch3(net, train_iter, test_iter, cross_entropy, 3, 64, [W, b], 0.1)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3
+    pat = r'epoch (\d), loss (\d+\.\d{4}), train acc (\d\.\d{3}), test acc (\d\.\d{3})'
+    rows = [re.fullmatch(pat, line) for line in out]
+    assert all(rows), out
+    assert float(rows[-1].group(2)) < float(rows[0].group(2))
+    assert float(rows[-1].group(4)) > 0.5          # 10 classes: chance is 0.1
+
+
+def test_train_ch5_classic_lenet(fashion_mnist_dir, capsys):
+    train_iter, test_iter = _small_fashion(fashion_mnist_dir)
+    net = d2l.lenet_multigpu()
+    ctx = mx.cpu(1)
+    net.initialize(ctx=ctx, init=mx.init.Xavier())
+    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd',
+                               {'learning_rate': 0.1})
+    with standin_ops():
+        d2l.train_ch5(net, train_iter, test_iter, 64, trainer, ctx, 2)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == 'training on cpu(1)'
+    pat = (r'epoch \d, loss \d+\.\d{4}, train acc \d\.\d{3}, '
+           r'test acc \d\.\d{3}, time \d+\.\d sec')
+    assert len(out) == 3 and all(re.fullmatch(pat, line) for line in out[1:]), out
+
+
+def test_train_multi_context(fashion_mnist_dir, capsys):
+    train_iter, test_iter = _small_fashion(fashion_mnist_dir, 128, 64, 32)
+    net = mx.gluon.nn.Dense(10)
+    ctx = [mx.cpu(0), mx.cpu(1)]
+    net.initialize(ctx=ctx)
+    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd',
+                               {'learning_rate': 0.1})
+    loss = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    d2l.train(train_iter, test_iter, net, loss, trainer, ctx, 1)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == 'training on [cpu(0), cpu(1)]'
+    assert re.fullmatch(r'epoch 1, loss \d+\.\d{4}, train acc \d\.\d{3}, '
+                        r'test acc \d\.\d{3}, time \d+\.\d sec', out[1]), out
+
+
+def test_classic_plot_helpers():
+    d2l.semilogy(range(1, 4), [1, 10, 100], 'epochs', 'loss',
+                 range(1, 4), [2, 20, 200], ['train', 'test'])
+    ax = d2l.plt.gca()
+    assert ax.get_yscale() == 'log' and ax.get_xlabel() == 'epochs'
+    np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), [2, 20, 200])
+    assert ax.get_lines()[1].get_linestyle() == ':'
+    imgs = [nd.ones((1, 28, 28)) * i for i in range(3)]
+    figs = d2l.show_fashion_mnist(imgs, ['a', 'b', 'c'])
+    assert [f.get_title() for f in figs] == ['a', 'b', 'c']
+    assert figs[2].get_images()[0].get_array().shape == (28, 28)
+
+
+def test_show_images_classic_scale_argument():
+    imgs = [nd.ones((4, 4)) * i for i in range(4)]
+    axes = d2l.show_images(imgs, 2, 2, 0.5)         # classic: scale fourth
+    assert len(axes) == 4
+    assert tuple(axes[0].figure.get_size_inches()) == (1.0, 1.0)

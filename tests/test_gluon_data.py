@@ -205,6 +205,97 @@ def test_breaking_out_stops_the_background_thread():
     assert threading.active_count() <= before
 
 
+def test_auto_reload_prepares_the_next_epoch_when_one_ends():
+    """MXNet 1.9.1's auto_reload: the first epoch's shuffle is drawn at
+    construction and the next one's as soon as an epoch ends."""
+    ds, X, y = _dataset(12)
+    np.random.seed(0)
+    loader = gdata.DataLoader(ds, 4, shuffle=True, auto_reload=True)
+    np.random.seed(1)                         # too late for epoch 1
+    epoch1 = np.concatenate([b[1] for b in _batches(loader)])
+    np.random.seed(0)
+    expect = np.arange(12)
+    np.random.shuffle(expect)
+    np.testing.assert_array_equal(epoch1, expect)
+    # Epoch 2 was drawn when epoch 1 ended (seed 1's stream, after its
+    # epoch-1 draw was skipped); re-seeding now changes nothing.
+    np.random.seed(2)
+    epoch2 = np.concatenate([b[1] for b in _batches(loader)])
+    assert sorted(epoch2.tolist()) == list(range(12))
+    np.random.seed(1)
+    expect2 = np.arange(12)
+    np.random.shuffle(expect2)
+    np.testing.assert_array_equal(epoch2, expect2)
+    # Without auto_reload the order is drawn when iteration starts.
+    loader = gdata.DataLoader(ds, 4, shuffle=True)
+    np.random.seed(0)
+    got = np.concatenate([b[1] for b in _batches(loader)])
+    np.testing.assert_array_equal(got, expect)
+    assert loader.auto_reload is False
+
+
+def test_auto_reload_with_workers_and_examples_read_one_by_one():
+    class Full(gdata.Dataset):                # MXNet's test_multi_worker
+        def __len__(self):
+            return 20
+
+        def __getitem__(self, key):
+            return nd.full((3,), key)
+    for workers in (0, 3):
+        for thread_pool in (True, False):
+            for auto_reload in (True, False):
+                loader = gdata.DataLoader(Full(), batch_size=1,
+                                          num_workers=workers,
+                                          thread_pool=thread_pool,
+                                          auto_reload=auto_reload)
+                for _ in range(2):
+                    got = [b.asnumpy() for b in loader]
+                    assert len(got) == 20
+                    for i, b in enumerate(got):
+                        np.testing.assert_array_equal(b, np.full((1, 3), i))
+
+
+def test_pin_memory_puts_batches_on_cpu_pinned():
+    ds, X, y = _dataset(6)
+    for nw in (0, 2):
+        for batch in gdata.DataLoader(ds, 4, pin_memory=True, num_workers=nw):
+            assert [f.context for f in batch] == [mx.cpu_pinned(0)] * 2
+        loader = gdata.DataLoader(ds, 4, pin_memory=True, pin_device_id=1,
+                                  num_workers=nw)
+        got = list(loader)
+        assert [f.context for f in got[0]] == [mx.cpu_pinned(1)] * 2
+        np.testing.assert_array_equal(got[1][0].asnumpy(), X[4:])
+    assert mx.cpu_pinned(1) == mx.cpu(1)      # plain host memory here
+    with pytest.raises(ValueError, match='timeout'):
+        gdata.DataLoader(ds, 4, timeout=0)
+
+
+def test_shared_and_pinned_host_contexts_are_cpu():
+    assert mx.Context('cpu_shared', 0) == mx.cpu(0)
+    assert mx.Context('cpu_pinned', 2) == mx.cpu(2)
+    a = nd.array([1, 2], ctx=mx.Context('cpu_shared', 0))
+    assert a.context == mx.cpu(0) and a.asnumpy().tolist() == [1, 2]
+    with pytest.raises(ValueError, match='unknown device type'):
+        mx.Context('tpu', 0)
+
+
+def test_a_list_and_a_numpy_array_are_datasets():
+    """As in MXNet: any indexable with a length works."""
+    for nw in (0, 2):
+        loader = gdata.DataLoader([([1, 2], 0), ([3, 4], 1)], batch_size=1,
+                                  num_workers=nw)
+        got = [(d.asnumpy().tolist(), l.asnumpy().tolist()) for d, l in loader]
+        assert got == [([[1, 2]], [0]), ([[3, 4]], [1])]
+    A = np.arange(20.0).reshape(10, 2)
+    got = list(gdata.DataLoader(A, batch_size=4, num_workers=2))
+    assert [b.shape for b in got] == [(4, 2), (4, 2), (2, 2)]
+    np.testing.assert_array_equal(got[2].asnumpy(), A[8:])
+    # batchify_fn may return anything, e.g. the examples themselves
+    first = next(iter(gdata.DataLoader(nd.ones(5), batch_size=2,
+                                       batchify_fn=lambda a: a, num_workers=1)))
+    assert len(first) == 2 and float(first[0].asscalar()) == 1.0
+
+
 # === FashionMNIST =======================================================================
 def test_fashion_mnist(fashion_mnist_dir):
     train = FashionMNIST(root=fashion_mnist_dir, train=True)
@@ -354,3 +445,18 @@ def test_resize_options_and_compose():
     mixed = transforms.Compose([transforms.ToTensor(), lambda t: t * 2])
     assert not mixed.batchable
     np.testing.assert_allclose(mixed(x[0]), transforms.ToTensor()(x[0]) * 2)
+
+
+def test_filter_sampler_and_mp_batchify():
+    ds = gdata.SimpleDataset(list(range(10)))
+    sampler = gdata.FilterSampler(lambda x: x % 3 == 0, ds)
+    assert list(sampler) == [0, 3, 6, 9] and len(sampler) == 4
+    got = [b.asnumpy().tolist() for b in gdata.DataLoader(ds, 3, sampler=sampler)]
+    assert got == [[0, 3, 6], [9]]
+    rows = [nd.ones((2,), ctx=mx.cpu(1)) * i for i in range(3)]
+    batch = gdata.default_mp_batchify_fn(rows)
+    assert batch.context == mx.cpu(0) and batch.shape == (3, 2)
+    np.testing.assert_array_equal(batch.asnumpy()[:, 0], [0, 1, 2])
+    assert gdata.default_batchify_fn(rows).context == mx.cpu(1)
+    X, y = gdata.default_mp_batchify_fn([(np.ones(2), 1), (np.zeros(2), 0)])
+    assert X.shape == (2, 2) and y.asnumpy().tolist() == [1, 0]

@@ -1,9 +1,11 @@
 """``gluon.data``: datasets, samplers, the DataLoader and vision datasets."""
 from .dataset import Dataset, SimpleDataset, ArrayDataset
-from .dataloader import (DataLoader, default_batchify_fn, Sampler,
-                         SequentialSampler, RandomSampler, BatchSampler)
+from .dataloader import (DataLoader, default_batchify_fn,
+                         default_mp_batchify_fn, Sampler, SequentialSampler,
+                         RandomSampler, FilterSampler, BatchSampler)
 from . import vision
 
 __all__ = ['Dataset', 'SimpleDataset', 'ArrayDataset', 'DataLoader',
-           'default_batchify_fn', 'Sampler', 'SequentialSampler',
-           'RandomSampler', 'BatchSampler', 'vision']
+           'default_batchify_fn', 'default_mp_batchify_fn', 'Sampler',
+           'SequentialSampler', 'RandomSampler', 'FilterSampler',
+           'BatchSampler', 'vision']

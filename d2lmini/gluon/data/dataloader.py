@@ -38,11 +38,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ...context import Context
+from ...context import Context, cpu_pinned
 from ...ndarray.ndarray import NDArray, _make, array
 
-__all__ = ['DataLoader', 'default_batchify_fn', 'Sampler', 'SequentialSampler',
-           'RandomSampler', 'BatchSampler']
+__all__ = ['DataLoader', 'default_batchify_fn', 'default_mp_batchify_fn',
+           'Sampler', 'SequentialSampler', 'RandomSampler', 'FilterSampler',
+           'BatchSampler']
 
 _CPU = Context('cpu', 0)
 _LAST_BATCH = ('keep', 'discard', 'rollover')
@@ -91,6 +92,26 @@ class RandomSampler(Sampler):
 
     def __len__(self):
         return self._length
+
+
+class FilterSampler(Sampler):
+    """The indices ``i`` of ``dataset`` for which ``fn(dataset[i])`` is true.
+
+    ``fn`` is evaluated once, here, in order.
+    """
+
+    def __init__(self, fn, dataset):
+        self._indices_kept = np.asarray(
+            [i for i in range(len(dataset)) if fn(dataset[i])], dtype=np.int64)
+
+    def _indices(self):
+        return self._indices_kept
+
+    def __iter__(self):
+        return iter(self._indices_kept.tolist())
+
+    def __len__(self):
+        return len(self._indices_kept)
 
 
 def _sampler_indices(sampler):
@@ -170,6 +191,23 @@ def default_batchify_fn(data):
         return [default_batchify_fn(list(field)) for field in zip(*data)]
     arr = np.asarray(data)
     return array(arr, ctx=_CPU, dtype=arr.dtype)
+
+
+def default_mp_batchify_fn(data):
+    """MXNet's batchify for worker processes: the batch in shared host
+    memory.  Here workers are threads and ``cpu_shared(0)`` is ``cpu(0)``,
+    so it is :func:`default_batchify_fn` with the batch moved to
+    ``cpu(0)``."""
+    return _to_context(default_batchify_fn(data), _CPU)
+
+
+def _to_context(batch, ctx):
+    """``batch`` (an NDArray or nested lists/tuples of them) on ``ctx``."""
+    if isinstance(batch, NDArray):
+        return batch.as_in_context(ctx)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_context(b, ctx) for b in batch)
+    return batch
 
 
 def _to_ndarrays(fields):
@@ -279,8 +317,23 @@ class DataLoader:
         dataset example by example.
     num_workers : int
         Threads that make batches in parallel (0: one background thread).
+    pin_memory : bool
+        Put every batch on ``cpu_pinned(pin_device_id)``.  Pinned host memory
+        is plain host memory in d2lmini, so ``cpu_pinned(i)`` is ``cpu(i)``
+        and with the default ``pin_device_id=0`` the batches stay where they
+        are.
+    pin_device_id : int
     prefetch : int, optional
         How many batches may be made ahead (0: none, no thread).
+    thread_pool : bool
+        Accepted for MXNet's API: workers are always threads here (see the
+        module docstring), so both values behave the same.
+    timeout : int
+        Accepted for MXNet's API; must be positive.
+    auto_reload : bool
+        Prepare the next epoch's iterator as soon as the current one ends
+        (and the first one at construction), as MXNet 1.9.1 does: its
+        shuffle is drawn and its prefetching starts before ``for`` asks.
 
     Examples
     --------
@@ -293,8 +346,10 @@ class DataLoader:
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
                  last_batch=None, batch_sampler=None, batchify_fn=None,
                  num_workers=0, pin_memory=False, pin_device_id=0, prefetch=None,
-                 thread_pool=False, timeout=120):
+                 thread_pool=False, timeout=120, auto_reload=False):
         self._dataset = dataset
+        if not timeout > 0:
+            raise ValueError(f'DataLoader: timeout must be positive, got {timeout!r}')
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError('batch_size must be specified unless '
@@ -316,6 +371,10 @@ class DataLoader:
         self._num_workers = max(0, int(num_workers))
         self._prefetch = (2 * max(1, self._num_workers) if prefetch is None
                           else max(0, int(prefetch)))
+        pinned = cpu_pinned(int(pin_device_id)) if pin_memory else _CPU
+        self._pin_ctx = None if pinned == _CPU else pinned
+        self.auto_reload = bool(auto_reload)
+        self._ready = self._new_iter() if self.auto_reload else None
 
     def __len__(self):
         return len(self._batch_sampler)
@@ -338,11 +397,26 @@ class DataLoader:
         return self._batchify_fn is None and \
             getattr(self._dataset, '_can_batch', lambda: False)()
 
-    def __iter__(self):
+    def _new_iter(self):
         batches = self._batch_indices()       # shuffled here, in the caller's thread
         if not self._vectorized():
-            return _sync_iter(self._make_one_by_one, batches)
-        if self._prefetch == 0:
-            return _sync_iter(self._make_vectorized, batches)
-        return _PrefetchIter(self._make_vectorized, batches, self._num_workers,
-                             self._prefetch)
+            it = _sync_iter(self._make_one_by_one, batches)
+        elif self._prefetch == 0:
+            it = _sync_iter(self._make_vectorized, batches)
+        else:
+            it = _PrefetchIter(self._make_vectorized, batches, self._num_workers,
+                               self._prefetch)
+        if self._pin_ctx is not None:
+            it = (_to_context(b, self._pin_ctx) for b in it)
+        return it
+
+    def __iter__(self):
+        it, self._ready = self._ready, None   # a prepared iterator serves once
+        if it is None:
+            it = self._new_iter()
+        return self._reloading(it) if self.auto_reload else it
+
+    def _reloading(self, it):
+        yield from it
+        if self._ready is None:               # prepare the next epoch now
+            self._ready = self._new_iter()
