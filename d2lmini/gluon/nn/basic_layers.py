@@ -174,6 +174,27 @@ class Embedding(HybridBlock):
                f'{np.dtype(self.weight.dtype).name})'
 
 
+def _gamma_beta(block, n, center, scale, beta_init, gamma_init, deferred=True,
+                mark_constant=False):
+    """A normalization layer's learned ``* gamma + beta``, ``n`` of each (0:
+    known at the first input, when ``deferred``).  The one switched off keeps
+    ``grad_req='null'`` (and, with ``mark_constant``, is not differentiable)."""
+    kw = {'allow_deferred_init': True} if deferred else {}
+    block.gamma = block.params.get(
+        'gamma', grad_req='write' if scale else 'null', shape=(n,), init=gamma_init,
+        **kw, **({'differentiable': scale} if mark_constant else {}))
+    block.beta = block.params.get(
+        'beta', grad_req='write' if center else 'null', shape=(n,), init=beta_init,
+        **kw, **({'differentiable': center} if mark_constant else {}))
+
+
+def _channels_from_input(block, x, *args):
+    """``infer_shape`` of a layer with one gamma and beta per channel of ``axis``."""
+    c = x.shape[block._axis]
+    block.gamma.shape = (c,)
+    block.beta.shape = (c,)
+
+
 class BatchNorm(HybridBlock):
     """Batch normalization (Ioffe & Szegedy, 2015) over axis ``axis``.
 
@@ -194,12 +215,8 @@ class BatchNorm(HybridBlock):
                         'fix_gamma': not scale, 'use_global_stats': use_global_stats}
         if in_channels != 0:
             self.in_channels = in_channels
-        self.gamma = self.params.get('gamma', grad_req='write' if scale else 'null',
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True, differentiable=scale)
-        self.beta = self.params.get('beta', grad_req='write' if center else 'null',
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True, differentiable=center)
+        _gamma_beta(self, in_channels, center, scale, beta_initializer,
+                    gamma_initializer, mark_constant=True)
         self.running_mean = self.params.get('running_mean', grad_req='null',
                                             shape=(in_channels,),
                                             init=running_mean_initializer,
@@ -241,17 +258,10 @@ class LayerNorm(HybridBlock):
         super().__init__(**kwargs)
         self._axis, self._epsilon = axis, epsilon
         self._center, self._scale = center, scale
-        self.gamma = self.params.get('gamma', grad_req='write' if scale else 'null',
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get('beta', grad_req='write' if center else 'null',
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _gamma_beta(self, in_channels, center, scale, beta_initializer,
+                    gamma_initializer)
 
-    def infer_shape(self, x, *args):
-        c = x.shape[self._axis]
-        self.gamma.shape = (c,)
-        self.beta.shape = (c,)
+    infer_shape = _channels_from_input
 
     def hybrid_forward(self, F, x, gamma, beta):
         axis = self._axis % x.ndim

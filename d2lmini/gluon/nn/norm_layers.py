@@ -6,6 +6,7 @@ MXNet 1.x's keywords; the statistics are the sample's own, so training and
 prediction compute the same thing (no running statistics).
 """
 from ..block import HybridBlock
+from .basic_layers import _gamma_beta, _channels_from_input
 
 __all__ = ['InstanceNorm', 'GroupNorm']
 
@@ -29,17 +30,10 @@ class InstanceNorm(HybridBlock):
         super().__init__(**kwargs)
         self._kwargs = {'eps': epsilon, 'axis': axis, 'center': center, 'scale': scale}
         self._axis, self._epsilon = axis, epsilon
-        self.gamma = self.params.get('gamma', grad_req='write' if scale else 'null',
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get('beta', grad_req='write' if center else 'null',
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _gamma_beta(self, in_channels, center, scale, beta_initializer,
+                    gamma_initializer)
 
-    def infer_shape(self, x, *args):
-        c = x.shape[self._axis]
-        self.gamma.shape = (c,)
-        self.beta.shape = (c,)
+    infer_shape = _channels_from_input
 
     def hybrid_forward(self, F, x, gamma, beta):
         if self._axis in (1, 1 - x.ndim):
@@ -72,10 +66,8 @@ class GroupNorm(HybridBlock):
         self._kwargs = {'eps': epsilon, 'num_groups': num_groups, 'center': center,
                         'scale': scale}
         self._num_groups, self._epsilon = num_groups, epsilon
-        self.gamma = self.params.get('gamma', grad_req='write' if scale else 'null',
-                                     shape=(num_groups,), init=gamma_initializer)
-        self.beta = self.params.get('beta', grad_req='write' if center else 'null',
-                                    shape=(num_groups,), init=beta_initializer)
+        _gamma_beta(self, num_groups, center, scale, beta_initializer,
+                    gamma_initializer, deferred=False)
 
     def hybrid_forward(self, F, x, gamma, beta):
         return F.GroupNorm(x, gamma, beta, num_groups=self._num_groups,
