@@ -13,8 +13,7 @@ Parameters may be numbers (``shape`` samples) or NDArrays of one shape
 import numpy as np
 
 from .. import backend
-from .ndarray import (NDArray, _check_kwargs, _ctx, _dtype, _from_host, _make, _run,
-                      _shape, invoke, zeros)
+from .ndarray import NDArray, _check_kwargs, _ctx, _dtype, _from_host, _shape, invoke
 from .registry import OPS, Op, register
 
 __all__ = ['seed', 'uniform', 'normal', 'randn', 'poisson', 'exponential', 'gamma',
@@ -22,7 +21,6 @@ __all__ = ['seed', 'uniform', 'normal', 'randn', 'poisson', 'exponential', 'gamm
            'shuffle', 'randint', 'generator']
 
 _GENS = {}
-_STATES = {}                  # ctx -> the generator's stand-in in the engine
 _SEED = [None]
 
 
@@ -37,16 +35,6 @@ def generator(ctx):
         g = _GENS[ctx] = (backend.xp(ctx).random.default_rng(
             np.random.SeedSequence(ss).generate_state(1)[0] if ss else None))
     return g
-
-
-def _state(ctx):
-    """A one-element array that stands for ``ctx``'s generator state in the
-    engine: every sampler reads and rewrites it, so samplers stay ordered
-    and share their failures."""
-    st = _STATES.get(ctx)
-    if st is None:
-        st = _STATES[ctx] = zeros((1,), ctx=ctx)
-    return st
 
 
 def seed(seed_state, ctx='all'):
@@ -68,13 +56,9 @@ def _sample_scalar(draw, shape, ctx, dtype, name, out=None):
     elif shape is None:
         shape = (1,)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
-    gen, state, xp = generator(ctx), _state(ctx), backend.xp(ctx)
-    res = _make(shape, dtype, ctx)
-    # The sample rewrites the generator's state: a sampler that fails leaves
-    # the state failed, and the samplers after it inherit the error until a
-    # sync point reports it, as MXNet's generator resource does.
-    _run(name, lambda st: (xp.asarray(draw(gen, shape)).astype(dtype, copy=False), st),
-         (state,), [res, state], ctx)
+    gen = generator(ctx)
+    res = _from_host(lambda xp: xp.asarray(draw(gen, shape)).astype(dtype, copy=False),
+                     shape, dtype, ctx, name)
     if out is not None:
         out[:] = res
         return out
