@@ -150,3 +150,20 @@ def test_seed_reproduces_every_distribution():
         a = draw().asnumpy()
         mx.random.seed(7)
         np.testing.assert_array_equal(a, draw().asnumpy())
+
+
+def test_a_failed_sampler_fails_the_samplers_after_it_until_reported():
+    """MXNet's generator is shared state: upstream test_exc_imperative leaves a
+    failed sample unread, then expects the next call's error and a clean
+    waitall after it."""
+    old = mx.engine.set_engine('threaded')
+    try:
+        bad = nd.random.normal(0, -1, (2, 2))      # never read
+        good = nd.random.normal(0, 1, (2, 2))      # after it on the generator
+        with pytest.raises(mx.MXNetError, match='scale must be'):
+            good.asnumpy()
+        nd.waitall()                               # the one error was reported
+        assert np.isnan(bad.asnumpy()).all()
+        assert np.isfinite(nd.random.normal(0, 1, (2, 2)).asnumpy()).all()
+    finally:
+        mx.engine.set_engine(old)

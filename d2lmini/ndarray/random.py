@@ -13,7 +13,8 @@ Parameters may be numbers (``shape`` samples) or NDArrays of one shape
 import numpy as np
 
 from .. import backend
-from .ndarray import NDArray, _check_kwargs, _ctx, _dtype, _from_host, _shape, invoke
+from .ndarray import (NDArray, _check_kwargs, _ctx, _dtype, _from_host, _make, _run,
+                      _shape, invoke)
 from .registry import OPS, Op, register
 
 __all__ = ['seed', 'uniform', 'normal', 'randn', 'poisson', 'exponential', 'gamma',
@@ -21,6 +22,7 @@ __all__ = ['seed', 'uniform', 'normal', 'randn', 'poisson', 'exponential', 'gamm
            'shuffle', 'randint', 'generator']
 
 _GENS = {}
+_LAST = {}                    # ctx -> its latest sample (a failure passes on)
 _SEED = [None]
 
 
@@ -56,9 +58,16 @@ def _sample_scalar(draw, shape, ctx, dtype, name, out=None):
     elif shape is None:
         shape = (1,)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
-    gen = generator(ctx)
-    res = _from_host(lambda xp: xp.asarray(draw(gen, shape)).astype(dtype, copy=False),
-                     shape, dtype, ctx, name)
+    gen, xp = generator(ctx), backend.xp(ctx)
+    res = _make(shape, dtype, ctx)
+    # MXNet's samplers share the generator: one that fails leaves it failed,
+    # and the samplers after it fail with that error until a sync point
+    # reports it.  Here each sampler reads the previous one's output (its
+    # values unused), so the engine passes a failure on the same way.
+    prev = _LAST.get(ctx)
+    _run(name, lambda *_: xp.asarray(draw(gen, shape)).astype(dtype, copy=False),
+         () if prev is None else (prev,), [res], ctx)
+    _LAST[ctx] = res
     if out is not None:
         out[:] = res
         return out
