@@ -42,6 +42,15 @@ def _is_int_key(k):
         type(k).__module__ == 'numpy' and hasattr(k, 'dtype') and k.dtype.kind in 'iu'
 
 
+def _on(state, ctx):
+    """An optimizer state (None, an array or nested tuples) on ``ctx``."""
+    if state is None:
+        return None
+    if isinstance(state, (tuple, list)):
+        return type(state)(_on(s, ctx) for s in state)
+    return state.as_in_context(ctx)
+
+
 class KVStore(KVStoreBase):
     """The front end shared by all stores; subclasses move the values."""
 
@@ -227,6 +236,17 @@ class KVStore(KVStoreBase):
         if not callable(updater):
             raise TypeError(f'the updater must be callable, got {updater!r}')
         self._updater = updater
+
+    def _move_state(self, key, ctx, old_ctx):
+        """Move the optimizer state of ``key`` and its update count (the
+        optimizer counts per device) from ``old_ctx`` to ``ctx``."""
+        states = getattr(self._updater, 'states', None)
+        if states and states.get(key) is not None:
+            states[key] = _on(states[key], ctx)
+        o = getattr(self._updater, 'optimizer', None)
+        counts = getattr(o, '_all_index_update_counts', {})
+        if key in counts.get(old_ctx, {}):
+            counts.setdefault(ctx, {})[key] = counts[old_ctx][key]
 
     def _optimizer_updater(self, op):
         upd = self._updater

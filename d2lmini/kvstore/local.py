@@ -67,7 +67,9 @@ class LocalStore(KVStore):
             return
         stored = self._store[key]
         if stored.context != ctx:              # the weight moves to its reducer
-            stored = self._store[key] = stored.copyto(ctx)
+            self._store[key] = stored.copyto(ctx)
+            self._move_state(key, ctx, stored.context)
+            stored = self._store[key]
         self._updater(key, total, stored)
 
     def _pull_key(self, key, outs):
