@@ -197,6 +197,10 @@ class Trainer:
         if store is None:
             self._kvstore, self._update_on_kvstore = None, None
         else:
+            if self._compression_params:
+                raise NotImplementedError(
+                    'compression_params: gradient compression is not implemented '
+                    'in d2lmini; pass compression_params=None')
             if update:
                 store.set_optimizer(self._optimizer)
             self._kvstore, self._update_on_kvstore = store, update
