@@ -279,3 +279,13 @@ def test_create_names_types_and_registry():
             kv.init(0, nd.ones((1,)))       # its transport is still to write
     finally:
         del mx.kv.KVStoreBase.kv_registry['dist_sync']
+
+
+def test_device_places_all_waiting_keys_largest_first():
+    kv = mx.kv.create('device')
+    sizes = [10, 1000, 500, 400]
+    kv.init(list(range(4)), [nd.zeros((n,)) for n in sizes])
+    kv.push(0, [nd.ones((10,), ctx=d) for d in DEVS[:2]])
+    # 1000 -> cpu(0); 500 -> cpu(1); 400 -> cpu(1) (500 < 1000); 10 -> cpu(1)
+    assert [kv.reduce_context(k) for k in range(4)] == \
+        [mx.cpu(1), mx.cpu(0), mx.cpu(1), mx.cpu(1)]

@@ -6,12 +6,15 @@ sums the values of the devices (MXNet's ``CommCPU`` and ``CommDevice``):
 * ``'local'``: everything is copied to ``cpu(0)``, summed there, and the
   stored value (and an optimizer's update) lives there too;
 * ``'device'``: each key is summed on one of the devices that push it: the
-  one that so far holds the fewest elements of reduction work, so the keys
-  (and the updates, with ``set_optimizer``) spread over the devices.
+  one that holds the fewest elements of reduction work so far, keys placed
+  largest first, so the keys (and the updates, with ``set_optimizer``)
+  spread over the devices.
 
 Every copy and sum is an engine operation on the destination's stream, so a
 push returns at once and the devices work in parallel.
 """
+import numpy as np
+
 from ..context import cpu
 from ..ndarray import add_n
 from .kvstore import KVStore
@@ -45,16 +48,24 @@ class LocalStore(KVStore):
         self._work = {}              # device -> elements it reduces ('device')
 
     def reduce_context(self, key, values=()):
-        """The device where ``key`` is summed (chosen at its first push)."""
+        """The device where ``key`` is summed (None before its first push).
+
+        'device': at the first push of a key not yet placed, every key
+        initialized so far and not yet placed is given, largest first, to
+        the pushing device with the fewest elements to sum so far (as
+        MXNet's ``CommDevice::InitMergeBuffer``).
+        """
         if not self._on_devices:
             return cpu(0)
-        ctx = self._where.get(key)
-        if ctx is None and values:
+        if key not in self._where and values:
             candidates = list(dict.fromkeys(v.context for v in values))
-            ctx = min(candidates, key=lambda c: self._work.get(c, 0))
-            self._work[ctx] = self._work.get(ctx, 0) + values[0].size
-            self._where[key] = ctx
-        return ctx
+            waiting = [k for k in self._meta if k not in self._where]
+            sizes = {k: int(np.prod(self._meta[k][0])) for k in waiting}
+            for k in sorted(waiting, key=lambda k: -sizes[k]):
+                ctx = min(candidates, key=lambda c: self._work.get(c, 0))
+                self._work[ctx] = self._work.get(ctx, 0) + sizes[k]
+                self._where[k] = ctx
+        return self._where.get(key)
 
     def _init_key(self, key, value):
         self._store[key] = value.copyto(cpu(0))
