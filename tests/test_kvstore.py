@@ -289,3 +289,15 @@ def test_device_places_all_waiting_keys_largest_first():
     # 1000 -> cpu(0); 500 -> cpu(1); 400 -> cpu(1) (500 < 1000); 10 -> cpu(1)
     assert [kv.reduce_context(k) for k in range(4)] == \
         [mx.cpu(1), mx.cpu(0), mx.cpu(1), mx.cpu(1)]
+
+
+def test_sparse_and_compression_say_so():
+    kv = _store()
+    with pytest.raises(NotImplementedError, match='dense'):
+        kv.row_sparse_pull(3, out=nd.zeros(SHAPE), row_ids=nd.array([0]))
+    with pytest.raises(NotImplementedError, match='compression'):
+        kv.set_gradient_compression({'type': '2bit'})
+    with pytest.raises(mx.MXNetError, match=r'key 3 holds .* \(4, 4\)'):
+        kv._reinit(3, nd.ones((2,)))
+    kv._reinit(3, nd.full(SHAPE, 9))
+    np.testing.assert_array_equal(_val(kv, 3), np.full(SHAPE, 9))

@@ -146,8 +146,9 @@ def test_save_and_load_states_in_every_mode(tmp_path, kvstore, save_uok, load_uo
 
 
 def test_loading_parameters_resets_a_store_that_holds_them(tmp_path):
-    """MXNet's test_trainer_reset_kv, for both store types."""
-    for kv in ('local', 'device'):
+    """MXNet's test_trainer_reset_kv, for both store types (and a store
+    object, which the reset Trainer uses again)."""
+    for kv in ('local', 'device', mx.kv.create('device')):
         x = gluon.Parameter('x', shape=(10,))
         x.initialize(ctx=CTX2, init='zeros')
         trainer = gluon.Trainer([x], 'sgd', {'learning_rate': 0.1}, kvstore=kv)

@@ -214,8 +214,13 @@ class Trainer:
                 if p._data is None:             # deferred: on a later step
                     later.append(p)
                     continue
-                data = p.list_data()
-                self._kvstore.broadcast(self._param2idx[p.name], data[0], data)
+                data, idx = p.list_data(), self._param2idx[p.name]
+                kv = self._kvstore
+                if isinstance(kv, kvs.KVStore) and idx in kv:
+                    kv._reinit(idx, data[0])     # a store object used again
+                    kv.pull(idx, out=data)
+                else:
+                    kv.broadcast(idx, data[0], data)
         self._params_to_init = later
 
     def _ensure_init(self):

@@ -223,6 +223,25 @@ class KVStore(KVStoreBase):
         for k, outs in opairs:
             self._pull_key(k, outs)
 
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """MXNet's pull of some rows of a row_sparse value: not here."""
+        raise NotImplementedError('row_sparse_pull: d2lmini has only dense '
+                                  'storage; use kv.pull')
+
+    def set_gradient_compression(self, compression_params):
+        """MXNet's 2-bit gradient compression: not here."""
+        raise NotImplementedError('gradient compression is not implemented in '
+                                  'd2lmini')
+
+    def _reinit(self, key, value):
+        """Store ``value`` again under the known ``key`` (same shape and
+        dtype): a Trainer that is reset (its parameters were loaded) and
+        reuses this store object broadcasts through here."""
+        pairs, _ = self._pairs('init', key, value)
+        self._check_known('init', pairs, 'value')
+        for k, arrays in pairs:
+            self._init_key(k, arrays[0])
+
     # -- updates on the store ---------------------------------------------------------
     def set_optimizer(self, optimizer):
         """Update stored weights with ``optimizer`` at every push."""
