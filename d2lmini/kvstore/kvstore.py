@@ -93,17 +93,17 @@ class KVStore(KVStoreBase):
         raise ValueError(f'Unknown capability: {capability}')
 
     # -- argument checking ----------------------------------------------------------
-    def _check_key(self, k, key_type):
+    def _check_key(self, op, k, key_type):
         if _is_int_key(k):
             kind = int
         elif isinstance(k, str):
             kind = str
         else:
-            raise KVStoreError(f'kvstore keys are ints or strs, got {k!r} '
+            raise KVStoreError(f'kv.{op}: keys are ints or strs, got {k!r} '
                                f'({type(k).__name__})')
         if key_type is not None and kind is not key_type:
             raise KVStoreError(
-                f'key {k!r} is {kind.__name__}, but this store uses '
+                f'kv.{op}: key {k!r} is {kind.__name__}, but this store uses '
                 f'{key_type.__name__} keys: mixed key types are not allowed')
         return (int(k) if kind is int else k), kind
 
@@ -124,7 +124,7 @@ class KVStore(KVStoreBase):
             raw = [(key, value)]
         key_type, grouped = self._key_type, {}
         for k, v in raw:
-            k, key_type = self._check_key(k, key_type)
+            k, key_type = self._check_key(op, k, key_type)
             arrays = list(v) if isinstance(v, (list, tuple)) else [v]
             if not arrays:
                 raise KVStoreError(f'kv.{op}: no {what} given for key {k!r}')
