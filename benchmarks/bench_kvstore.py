@@ -11,7 +11,7 @@ Rows:
   batch's gradients in a different order), ``reference`` the max |weight|.
 * ``pushpull LeNet params, 2 devices, <store>``: ``kv.pushpull`` of the
   multi-GPU chapter's 8 LeNet parameters (``d2l.get_lenet_params``, 0.52 MB)
-  from cpu(0) and cpu(1), in place; GB/s of parameter bytes all-reduced per
+  from cpu(0) and cpu(1) into arrays on both; GB/s of parameter bytes all-reduced per
   second (algorithm bandwidth), best of several rounds; ``reference``:
   NumPy memcpy of the same bytes in the same run.
 """
@@ -103,12 +103,14 @@ def pushpull_rows():
         keys = list(range(len(base)))
         kv.init(keys, base)
         vals = [[p.copyto(c) for c in CTX2] for p in base]
+        outs = [[p.copyto(c) for c in CTX2] for p in base]   # in place would
+        # double the values every round, into overflow after ~120 rounds
 
         def allreduce():
             nd.waitall()
             t = _now()
             for _ in range(ROUNDS):
-                kv.pushpull(keys, vals)
+                kv.pushpull(keys, vals, out=outs)
             nd.waitall()
             return (_now() - t) / ROUNDS
         allreduce()                                  # warm up
