@@ -83,7 +83,7 @@ def test_str_keys_and_custom_updater():
 
 
 @pytest.mark.parametrize('name', ['local', 'device'])
-def test_pushpull_and_broadcast(name):
+def test_pushpull_and_broadcast(name, engine_kind):
     kv = mx.kv.create(name)
     outs = [nd.zeros(SHAPE, ctx=d) for d in DEVS]
     kv.broadcast('w', nd.full(SHAPE, 5), out=outs)

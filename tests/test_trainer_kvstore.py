@@ -64,6 +64,19 @@ def test_two_devices_equal_one_device(kvstore, update_on_kvstore, optimizer,
         np.testing.assert_allclose(a, ref, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize('update_on_kvstore', [True, False])
+def test_two_devices_equal_one_device_in_the_naive_engine(update_on_kvstore):
+    old = mx.engine.set_engine('naive')
+    try:
+        one, _ = _fit(CTX1, *OPTS[0], steps=2)
+        two, _ = _fit(CTX2, *OPTS[0], steps=2, update_on_kvstore=update_on_kvstore)
+    finally:
+        mx.engine.set_engine(old)
+    for (ref,), (a, b) in zip(_weights(one), _weights(two)):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, ref, rtol=1e-5, atol=1e-6)
+
+
 def test_update_on_kvstore_defaults_as_in_mxnet():
     _, t = _fit(CTX2, 'sgd', {'learning_rate': 0.1}, steps=1)
     assert t._kvstore.type == 'device' and t._update_on_kvstore is True
