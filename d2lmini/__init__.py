@@ -17,7 +17,7 @@ from .base import MXNetError
 __version__ = '0.1.0'
 __all__ = ['nd', 'ndarray', 'autograd', 'context', 'engine', 'base', 'Context',
            'cpu', 'gpu', 'num_gpus', 'current_context', 'waitall', 'random',
-           'MXNetError']
+           'MXNetError', 'kv', 'kvstore']
 
 
 class random:                       # mx.random.seed(...), as in MXNet
@@ -29,19 +29,22 @@ class random:                       # mx.random.seed(...), as in MXNet
 
 
 # Heavy or optional submodules load on first use.  Some are still to be
-# written (kvstore, ...): for those ``mx.kv`` is an AttributeError, so that
-# ``hasattr(mx, 'kv')`` is False, as for any attribute that does not exist.
+# written (profiler, ...): for those ``mx.profiler`` is an AttributeError, so
+# that ``hasattr(mx, 'profiler')`` is False, as for any attribute that does
+# not exist.  ``mx.kv`` is ``mx.kvstore``, as in MXNet.
 _LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
          'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
-         'runtime')
+         'runtime', 'collectives')
+_ALIAS = {'kv': 'kvstore'}
 
 
 def __getattr__(name):
     if name in _LAZY:
         import importlib
+        module = _ALIAS.get(name, name)
         try:
-            return importlib.import_module(f'.{name}', __name__)
+            return importlib.import_module(f'.{module}', __name__)
         except ModuleNotFoundError as e:
-            if e.name != f'{__name__}.{name}':
+            if e.name != f'{__name__}.{module}':
                 raise                    # the module exists, one of its imports not
     raise AttributeError(f"module 'd2lmini' has no attribute {name!r}")

@@ -4,7 +4,6 @@ import pytest
 
 import d2lmini as mx
 from d2lmini import autograd, engine, gluon, init, nd
-from d2lmini.gluon.trainer import LocalKVStore
 
 CTX2 = [mx.cpu(0), mx.cpu(1)]
 
@@ -81,14 +80,16 @@ def test_two_contexts_equal_one_context_on_the_full_batch(engine_kind, optimizer
                                                           opt_params):
     one, _ = _train([mx.cpu(0)], optimizer, opt_params)
     two, trainer = _train(CTX2, optimizer, opt_params)
-    assert isinstance(trainer._kvstore, LocalKVStore)
+    assert isinstance(trainer._kvstore, mx.kv.KVStore)
+    assert trainer._kvstore.type == 'device' and trainer._update_on_kvstore
     for p1, p2 in zip(_values(one), _values(two)):
         np.testing.assert_array_equal(p2[0], p2[1])           # copies identical
         np.testing.assert_allclose(p2[0], p1[0], rtol=1e-5, atol=1e-6)
 
 
 def test_update_on_kvstore_gives_the_same_result():
-    ref, _ = _train(CTX2, 'sgd', {'learning_rate': 0.1, 'momentum': 0.9})
+    ref, _ = _train(CTX2, 'sgd', {'learning_rate': 0.1, 'momentum': 0.9},
+                    update_on_kvstore=False)
     kv, trainer = _train(CTX2, 'sgd', {'learning_rate': 0.1, 'momentum': 0.9},
                          update_on_kvstore=True)
     for a, b in zip(_values(ref), _values(kv)):
@@ -105,7 +106,8 @@ def test_update_on_kvstore_gives_the_same_result():
 def test_allreduce_then_update_equals_step():
     ref, _ = _train(CTX2, 'adam', {'learning_rate': 0.1})
     params = _params(CTX2)
-    trainer = gluon.Trainer(params, 'adam', {'learning_rate': 0.1})
+    trainer = gluon.Trainer(params, 'adam', {'learning_rate': 0.1},
+                            update_on_kvstore=False)
     for s in range(3):
         X, Y = _data(seed=s)
         _backward(params, X, Y, CTX2)
@@ -128,11 +130,11 @@ def test_without_kvstore_each_context_follows_its_own_gradient():
 def test_a_custom_kvstore_is_used():
     calls = []
 
-    class Recording(LocalKVStore):
+    class Recording(mx.kv.LocalStore):
         def pushpull(self, key, value, out=None, priority=0):
             calls.append((key, len(value)))
             super().pushpull(key, value, out, priority)
-    _train(CTX2, steps=1, kvstore=Recording())
+    _train(CTX2, steps=1, kvstore=Recording('device'))
     assert calls == [(0, 2), (1, 2)]
 
 
@@ -182,7 +184,7 @@ def test_learning_rate_and_errors():
         gluon.Trainer([nd.ones((2,))], 'sgd')
     with pytest.raises(ValueError, match='optimizer_params must be None'):
         gluon.Trainer(params, mx.optimizer.SGD(), {'learning_rate': 0.1})
-    with pytest.raises(ValueError, match="unknown kvstore"):
+    with pytest.raises(ValueError, match="unknown kvstore 'bogus'"):
         gluon.Trainer(_params(CTX2), 'sgd', kvstore='bogus').step(1)
     mixed = _params([mx.cpu(0)]) + _params(CTX2)[1:]
     mixed[1].name = 'other_bias'
@@ -246,7 +248,7 @@ def test_load_states_checks_the_file(tmp_path):
     with pytest.raises(ValueError, match="optimizer 'adam'.*'sgd'"):
         gluon.Trainer(_params([mx.cpu(0)]), 'sgd').load_states(fname)
     nd.save(str(tmp_path / 'x'), [nd.ones((1,))])
-    with pytest.raises(ValueError, match='not a Trainer states file'):
+    with pytest.raises(ValueError, match='not an optimizer states file'):
         t.load_states(str(tmp_path / 'x'))
 
 

@@ -62,7 +62,8 @@ def _ctx_list(ctx):
         if not isinstance(c, Context):
             raise TypeError(f'ctx must be a Context or a list of Contexts, got {c!r}')
     if not ctx:
-        raise ValueError('ctx must name at least one context')
+        raise ValueError('ctx is an empty list: name at least one context, '
+                         'e.g. ctx=mx.cpu() or ctx=[mx.cpu(0), mx.cpu(1)]')
     if len(set(ctx)) != len(ctx):
         raise ValueError(f'ctx lists a context twice: {ctx}')
     return ctx
@@ -249,6 +250,11 @@ class Parameter:
             return
         for arr in self._data:
             arr[:] = data
+        t = self._trainer
+        if t is not None and getattr(t, '_kv_initialized', False) and \
+                getattr(t, '_update_on_kvstore', False) and \
+                self not in getattr(t, '_params_to_init', ()):
+            t._reset_kvstore()   # the store's copy of the weight is stale now
 
     # --- initialization ------------------------------------------------------------------
     def initialize(self, init=None, ctx=None, default_init=initializer.Uniform(),

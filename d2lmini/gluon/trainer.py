@@ -2,145 +2,43 @@
 
 One step of data-parallel training over the contexts a net lives on::
 
-    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1},
+                            kvstore='device')
     with autograd.record():
         l = loss(net(X), y)
     l.backward()
     trainer.step(batch_size)     # = allreduce_grads() + update(batch_size)
 
-``allreduce_grads`` sums each parameter's gradients over its contexts and
-writes the sum back to every context (through a *KVStore*: an in-process
-:class:`LocalKVStore` here; a real one, e.g. distributed, plugs in through
-the ``kvstore`` argument).  ``update`` then runs the optimizer on each
-context's copy with ``rescale_grad = 1/batch_size``; the copies see the
-same gradient and the same state, so they stay identical.  On one context
-there is nothing to reduce and no KVStore is made (``trainer._kvstore`` is
-None), as in MXNet.
+The gradients of the contexts meet in a KVStore (:mod:`d2lmini.kvstore`),
+made at the first step, with MXNet 1.x's rules:
 
-The updates of one context go out as one fused kernel per step
+* ``kvstore='device'`` or ``'local'`` on several contexts: a store of that
+  type; on one context no store at all (nothing to reduce); ``None``: no
+  store (each context follows its own gradient); a store object is used as
+  given.
+* ``update_on_kvstore=None`` (default) picks True when the store can run
+  an optimizer (``'local'`` with a parameter over 16M elements: False):
+  the store sums the gradients, updates its copy of each weight once, and
+  every context pulls the new weight.  With False the store only sums
+  (all-reduce) and every context runs the same update on the same sum.
+  Both keep the copies identical; only False allows calling
+  :meth:`allreduce_grads` and :meth:`update` yourself.
+
+With a store, every parameter is first broadcast from its first context
+to the others, so the copies also start identical.  On the update path,
+each context's updates go out as one fused kernel per step
 (:meth:`d2lmini.optimizer.Optimizer.update_multi`), and the contexts'
 kernels run at the same time, each on its device's stream.
 """
-import json
-
-import numpy as np
-
 from .. import optimizer as opt
 from .. import engine
+from .. import kvstore as kvs
+from ..kvstore import states as _states
 
-__all__ = ['Trainer', 'LocalKVStore']
+__all__ = ['Trainer']
 
-_STATES_FORMAT = 'd2lmini-trainer-states'
-_META_KEY = '__trainer__.json'
-
-
-def _as_list(x):
-    return list(x) if isinstance(x, (list, tuple)) else [x]
-
-
-class LocalKVStore:
-    """The KVStore a Trainer needs on one machine: sum over devices, in process.
-
-    ``kind`` is ``'device'`` or ``'local'`` (MXNet's names; both reduce on the
-    first value's context here).  Methods follow MXNet's ``KVStore``:
-    :meth:`pushpull` is all-reduce; with an optimizer set
-    (:meth:`set_optimizer`), :meth:`push` sums and *updates* the stored
-    weight and :meth:`pull` copies it out (``update_on_kvstore=True``).
-    """
-
-    def __init__(self, kind='device'):
-        self.type = kind
-        self.rank, self.num_workers = 0, 1
-        self._store = {}
-        self._updater = None
-
-    def __repr__(self):
-        return f'LocalKVStore({self.type!r}, keys={len(self._store)})'
-
-    @staticmethod
-    def _reduce(values):
-        """The sum of ``values`` (NDArrays on any contexts) on the first's."""
-        if len(values) == 1:
-            return values[0]
-        ctx = values[0].context
-        total = values[0] + values[1].as_in_context(ctx)
-        for v in values[2:]:
-            total += v.as_in_context(ctx)
-        return total
-
-    def init(self, key, value):
-        """Store a copy of ``value`` (the first, for a list) under ``key``."""
-        if isinstance(key, (list, tuple)):
-            for k, v in zip(key, value):
-                self.init(k, v)
-            return
-        self._store[key] = _as_list(value)[0].copy()
-
-    def set_optimizer(self, optimizer):
-        """Updates happen in :meth:`push` from now on (``update_on_kvstore``)."""
-        self._updater = opt.get_updater(optimizer)
-
-    def push(self, key, value, priority=0):
-        total = self._reduce(_as_list(value))
-        if self._updater is None:
-            self._store[key] = total if len(_as_list(value)) > 1 else total.copy()
-            return
-        weight = self._store[key]
-        self._updater(key, total.as_in_context(weight.context), weight)
-
-    def pull(self, key, out=None, priority=0, ignore_sparse=True):
-        src = self._store[key]
-        for o in _as_list(out):
-            o[:] = src
-
-    def pushpull(self, key, value, out=None, priority=0):
-        """All-reduce: every ``out`` (default: ``value`` itself) gets the sum."""
-        if self._updater is not None:
-            self.push(key, value, priority)
-            self.pull(key, value if out is None else out, priority)
-            return
-        values = _as_list(value)
-        outs = values if out is None else _as_list(out)
-        total = self._reduce(values)
-        for o in outs:
-            if o is not total:
-                o[:] = total
-
-    def broadcast(self, key, value, out, priority=0):
-        self.init(key, value)
-        self.pull(key, out, priority)
-
-
-# An optimizer state is None, an NDArray, or a tuple of states (nested under
-# multi-precision: ``(weight32, (mean, var))``, or ``(None, weight32)`` for
-# SGD without momentum).  Its layout in the states file is None, 'array', or
-# a list of layouts; the arrays are stored flat, in order.
-def _state_layout(st):
-    if st is None:
-        return None
-    if isinstance(st, (tuple, list)):
-        return [_state_layout(s) for s in st]
-    return 'array'
-
-
-def _state_count(kind):
-    if kind is None:
-        return 0
-    if kind == 'array':
-        return 1
-    if isinstance(kind, int):          # files written before nesting: n arrays
-        return kind
-    return sum(_state_count(k) for k in kind)
-
-
-def _state_build(kind, arrays):
-    if kind is None:
-        return None
-    if kind == 'array':
-        return next(arrays)
-    if isinstance(kind, int):
-        return tuple(next(arrays) for _ in range(kind))
-    return tuple(_state_build(k, arrays) for k in kind)
+# A 'local' store with a parameter this big updates on the devices (MXNet).
+_BIG_PARAM = 1024 * 1024 * 16
 
 
 class _UpdateOnKVStoreError(RuntimeError, AssertionError):
@@ -167,14 +65,15 @@ class Trainer:
         ``'multi_precision': True`` keeps float32 master copies of float16
         parameters.
     kvstore : str, KVStore or None
-        ``'device'``/``'local'``: sum gradients over contexts in process;
-        None: no reduction (each context trains on its own gradient); a
-        KVStore object (anything with MXNet's ``pushpull``) is used as is.
+        ``'device'`` (default: sum on the devices), ``'local'`` (sum on the
+        CPU), a name registered with ``mx.kv``, a store made by
+        ``mx.kv.create``, or None (no reduction: each context trains on its
+        own gradient).  A name on a single context makes no store.
     update_on_kvstore : bool or None
-        True: the KVStore runs the optimizer once and every context pulls
-        the new weight.  None/False (default here; MXNet's None means True):
-        every context runs the update itself on the reduced gradient, which
-        keeps :meth:`allreduce_grads` and :meth:`update` usable.
+        True: the store runs the optimizer once per step and every context
+        pulls the new weight.  False: every context runs the update on the
+        summed gradient (needed for :meth:`allreduce_grads` + :meth:`update`).
+        None: True when the store can run an optimizer, as in MXNet.
 
     A parameter whose gradient no backward has written since the last step
     (a stale gradient: the parameter took no part in the loss) raises a
@@ -213,6 +112,7 @@ class Trainer:
                                 'update_on_kvstore': update_on_kvstore}
         self._contexts = None
         self._updaters = []
+        self._kvstore = None
         self._reset_kvstore()
         self._grad_stamps = {}
         self._pending_fresh = None
@@ -231,10 +131,15 @@ class Trainer:
                                          **optimizer_params)
 
     def _reset_kvstore(self):
-        """Forget the KVStore and contexts (Parameter.reset_ctx calls this)."""
+        """Forget the store (``Parameter.reset_ctx``, ``set_data`` and loads
+        call this): the next step makes a new one and broadcasts again."""
+        if self._kvstore is not None and 'dist' in self._kvstore.type:
+            raise RuntimeError('Cannot reset distributed KVStore.')
         self._kv_initialized = False
         self._kvstore = None
+        self._distributed = None
         self._update_on_kvstore = None
+        self._params_to_init = list(self._params)
 
     def _check_contexts(self):
         contexts = None
@@ -248,44 +153,81 @@ class Trainer:
             contexts = ctx
         return contexts or []
 
+    def _create_kvstore(self, contexts):
+        """The store and MXNet's default ``update_on_kvstore`` for it."""
+        kv = self._kvstore_params['kvstore']
+        if kv is None or kv is False:
+            return None, False
+        if isinstance(kv, kvs.KVStoreBase):
+            store, update = kv, True
+        elif isinstance(kv, str):
+            if len(contexts) == 1 and 'dist' not in kv:
+                return None, False              # nothing to reduce
+            store, update = kvs.create(kv), True
+            if kv == 'local' and max((p.list_data()[0].size for p in self._params
+                                      if p._data is not None), default=0) > _BIG_PARAM:
+                update = False
+        else:
+            raise TypeError(f"kvstore must be a KVStore (mx.kv.create(...)), a "
+                            f"name such as 'device' or 'local', or None; got "
+                            f"{type(kv).__name__}")
+        return store, update and store.is_capable(kvs.KVStoreBase.OPTIMIZER)
+
     def _init_kvstore(self):
         contexts = self._check_contexts()
         if contexts != self._contexts:
             self._contexts = contexts
             self._updaters = [opt.get_updater(self._optimizer) for _ in contexts]
-        kv = self._kvstore_params['kvstore']
-        uok = self._kvstore_params['update_on_kvstore']
-        if kv is None or kv is False:
-            store = None
-        elif isinstance(kv, str):
-            if 'dist' in kv or 'horovod' in kv or 'byteps' in kv:
-                raise NotImplementedError(
-                    f'kvstore={kv!r}: only the in-process stores (\'device\', '
-                    f'\'local\') are built in; pass a KVStore object for others')
-            if kv not in ('device', 'local'):
-                raise ValueError(f"unknown kvstore {kv!r}: use 'device', 'local', "
-                                 f"None or a KVStore object")
-            store = LocalKVStore(kv) if len(contexts) > 1 else None
-        else:
-            if not hasattr(kv, 'pushpull'):
-                raise TypeError(f'kvstore must be a str, None or a KVStore with '
-                                f'pushpull(), got {type(kv).__name__}')
-            store = kv
+        asked = self._kvstore_params['update_on_kvstore']
+        store, update = self._create_kvstore(contexts)
+        self._distributed = store is not None and 'dist' in store.type
+        if self._distributed and 'async' in store.type:
+            if asked is False:
+                raise ValueError('Please set update_on_kvstore=True when training '
+                                 'in async mode.')
+            update = True
+        if asked is not None:
+            update = bool(asked)
+        if store is not None and update and \
+                not store.is_capable(kvs.KVStoreBase.OPTIMIZER):
+            if asked:
+                raise ValueError(f'Please set update_on_kvstore=False when training '
+                                 f'with {type(store)}: it cannot run an optimizer')
+            update = False
         if store is None:
             self._kvstore, self._update_on_kvstore = None, None
         else:
-            self._kvstore = store
-            self._update_on_kvstore = bool(uok)
-            if self._update_on_kvstore:
+            if self._compression_params:
+                raise NotImplementedError(
+                    'compression_params: gradient compression is not implemented '
+                    'in d2lmini; pass compression_params=None')
+            if update:
                 store.set_optimizer(self._optimizer)
-                for i, p in enumerate(self._params):
-                    if p.grad_req != 'null':
-                        store.init(i, p.list_data()[0])
+            self._kvstore, self._update_on_kvstore = store, update
         self._kv_initialized = True
+
+    def _init_params(self):
+        """Put every parameter in the store and broadcast its first copy."""
+        later = []
+        if self._kvstore is not None:
+            for p in self._params_to_init:
+                if p._data is None:             # deferred: on a later step
+                    later.append(p)
+                    continue
+                data, idx = p.list_data(), self._param2idx[p.name]
+                kv = self._kvstore
+                if isinstance(kv, kvs.KVStore) and idx in kv:
+                    kv._reinit(idx, data[0])     # a store object used again
+                    kv.pull(idx, out=data)
+                else:
+                    kv.broadcast(idx, data[0], data)
+        self._params_to_init = later
 
     def _ensure_init(self):
         if not self._kv_initialized or self._check_contexts() != self._contexts:
             self._init_kvstore()
+        if self._params_to_init:
+            self._init_params()
 
     # -- hyperparameters ---------------------------------------------------------------
     @property
@@ -301,6 +243,13 @@ class Trainer:
         self._optimizer.set_learning_rate(lr)
 
     def _check_and_rescale_grad(self, scale):
+        if self._update_on_kvstore and self._distributed and self._kv_initialized \
+                and self._optimizer.rescale_grad != scale:
+            raise UserWarning('Possible change in the `batch_size` from previous '
+                              '`step` detected. Optimizer gradient normalizing '
+                              'factor will not change w.r.t new batch_size when '
+                              'update_on_kvstore=True and when distributed kvstore '
+                              'is used.')
         self._optimizer.rescale_grad = scale
 
     # -- stale gradients ------------------------------------------------------------------
@@ -359,8 +308,7 @@ class Trainer:
     def allreduce_grads(self):
         """Sum each parameter's gradients over its contexts, in place.
 
-        For ``update_on_kvstore=False`` (the default here); follow with
-        :meth:`update`.
+        Only with ``update_on_kvstore=False``; follow with :meth:`update`.
         """
         self._ensure_init()
         if self._update_on_kvstore:
@@ -416,99 +364,31 @@ class Trainer:
         self._remember_grads()
 
     # -- checkpoints -----------------------------------------------------------------------
-    def _state_updater(self):
-        if self._update_on_kvstore:
-            return getattr(self._kvstore, '_updater', None)
-        return self._updaters[0] if self._updaters else None
-
     def save_states(self, fname):
         """Save the optimizer's states and counters to ``fname`` (no pickle).
 
-        One file, written atomically by ``nd.save``: the states of the first
-        context (all contexts hold the same) as ``state/<index>/<k>`` arrays,
-        and a JSON document (optimizer, hyperparameters, update counts,
-        parameter names) stored as the uint8 array ``__trainer__.json``.
+        One ``nd.save`` archive (:mod:`d2lmini.kvstore.states`), written by
+        the store when it runs the optimizer, else from the first context
+        (all contexts hold the same states).
         """
-        from .. import ndarray as nd
         self._ensure_init()
-        if self._update_on_kvstore and not isinstance(self._kvstore, LocalKVStore):
+        if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
             return
-        upd = self._state_updater()
-        o = self._optimizer
-        ctx0 = self._contexts[0] if self._contexts else None
-        if self._update_on_kvstore:
-            ctx0 = next(iter(self._kvstore._store.values())).context \
-                if self._kvstore._store else ctx0
-        counts = o._all_index_update_counts.get(ctx0, o._index_update_count)
-        arrays, layout = {}, {}
-        for idx, st in sorted((upd.states if upd else {}).items()):
-            layout[str(idx)] = _state_layout(st)
-            for k, a in enumerate(opt._states(st)):
-                arrays[f'state/{idx}/{k}'] = a
-        meta = {'format': _STATES_FORMAT, 'version': 1,
-                'optimizer': type(o).__name__.lower(),
-                'hyper': o._hyper(), 'num_update': o.num_update,
-                'index_update_count': {str(k): v for k, v in counts.items()},
-                'states': layout,
-                'params': [p.name for p in self._params]}
-        blob = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-        arrays[_META_KEY] = nd.array(blob, dtype='uint8')
-        nd.save(fname, arrays)
+        _states.save(fname, self._updaters[0], dump_optimizer=True,
+                     extra={'params': [p.name for p in self._params]})
 
     def load_states(self, fname):
         """Load what :meth:`save_states` wrote (on any number of contexts)."""
-        from .. import ndarray as nd
         self._ensure_init()
-        if self._update_on_kvstore and not isinstance(self._kvstore, LocalKVStore):
+        if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
             self._optimizer = self._kvstore._updater.optimizer
-            return
-        data = nd.load(fname)
-        if not isinstance(data, dict) or _META_KEY not in data:
-            raise ValueError(f'{fname}: not a Trainer states file (written by '
-                             f'Trainer.save_states)')
-        meta = json.loads(data.pop(_META_KEY).asnumpy().tobytes().decode())
-        if meta.get('format') != _STATES_FORMAT or meta.get('version') != 1:
-            raise ValueError(f'{fname}: unsupported trainer states format '
-                             f'{meta.get("format")!r} v{meta.get("version")}')
-        o = self._optimizer
-        if meta['optimizer'] != type(o).__name__.lower():
-            raise ValueError(f"{fname} holds states of optimizer "
-                             f"'{meta['optimizer']}', but this Trainer uses "
-                             f"'{type(o).__name__.lower()}'")
-        if len(meta['params']) != len(self._params):
-            raise ValueError(f'{fname} holds states for {len(meta["params"])} '
-                             f'parameters, this Trainer has {len(self._params)}')
-        for k, v in meta['hyper'].items():
-            setattr(o, k, v)
-        o.num_update = meta['num_update']
-        counts = {int(k): v for k, v in meta['index_update_count'].items()}
-        for key in list(o._all_index_update_counts):
-            o._all_index_update_counts[key] = dict(counts)
-        for c in self._contexts:
-            o._all_index_update_counts[c] = dict(counts)
-        o._index_update_count = o._all_index_update_counts[None]
-        if self._update_on_kvstore:
-            targets = [(self._kvstore._updater, None)]
         else:
-            targets = list(zip(self._updaters, self._contexts))
-        for upd, ctx in targets:
-            upd.states = {}
-            for sidx, kind in meta['states'].items():
-                idx = int(sidx)
-                if kind is None:
-                    upd.states[idx] = None
-                    continue
-                where = ctx or self._kvstore._store[idx].context
-                weight = self._params[idx].list_data()[0]
-                arrs = []
-                for k in range(_state_count(kind)):
-                    a = data[f'state/{idx}/{k}']
-                    if a.shape != weight.shape:
-                        raise ValueError(
-                            f'{fname}: state {k} of parameter '
-                            f'{self._params[idx].name} has shape {a.shape}, the '
-                            f'parameter has shape {weight.shape}')
-                    arrs.append(a.as_in_context(where).copy())
-                upd.states[idx] = _state_build(kind, iter(arrs))
+            shapes = {i: p.shape for i, p in enumerate(self._params)}
+            _states.load(fname, list(zip(self._updaters, self._contexts)),
+                         shape_of=lambda i: shapes.get(i),
+                         contexts=self._contexts, num_params=len(self._params))
+            for upd in self._updaters:
+                upd.optimizer = self._optimizer
+        self._optimizer.param_dict = dict(enumerate(self._params))

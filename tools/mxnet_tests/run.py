@@ -6,7 +6,7 @@
 Tests the d2lmini importable from the CURRENT DIRECTORY (run it from your
 worktree root to test your copy). DIR holds MXNet's sources with
 ``tests/python/unittest/`` (default /tmp/mx191). FILEs default to the ten
-files of issue 15. Each file runs in its own pytest process, with the
+files of issue 15 plus the two KVStore files of issue 7. Each file runs in its own pytest process, with the
 harness plugin (shim/_mxnet_harness.py) loaded and shim/ first on
 PYTHONPATH; a process that dies or hangs is restarted after the test it was
 running, which is reported as crashed. See README.md.
@@ -33,7 +33,8 @@ import scope  # noqa: E402
 DEFAULT_FILES = ['test_autograd.py', 'test_ndarray.py', 'test_gluon.py',
                  'test_gluon_trainer.py', 'test_gluon_data.py',
                  'test_optimizer.py', 'test_init.py', 'test_loss.py',
-                 'test_engine.py', 'test_exc_handling.py']
+                 'test_engine.py', 'test_exc_handling.py',
+                 'test_kvstore.py', 'test_kvstore_custom.py']
 
 
 def find_d2lmini(cwd):
@@ -260,7 +261,7 @@ def build_report(per_file, statics, args, root, elapsed, mxnet_dir):
                  'these counts are NOT the measure.**'] if args.dense_only else []),
              '',
              'In scope = not listed in `scope.py` (out of scope for issue 15: sparse, '
-             'mx.np, contrib, KVStore, Symbol, ...). "not run" = tests in the file that '
+             'mx.np, contrib, Symbol, ...). "not run" = tests in the file that '
              'produced no result (collection error, deselected by -k, ...).', '',
              '| file | tests | passed | failed | skipped | not run | in-scope passed '
              '| in-scope failed | out-of-scope passed/failed/skipped |',
