@@ -51,16 +51,17 @@ Semantics (decisions, with their reasons):
   or context, a root out of range) raises at the call, before anything is
   pushed.
 
-``algorithm='auto'`` picks the ring for allreduce and reduce over two or
-more devices when the array has at least :data:`RING_MIN_BYTES` bytes, and
-the naive algorithm otherwise; broadcast and allgather use the naive one
-(see :data:`RING_MIN_BYTES` for the measurements).
+``algorithm='auto'`` picks the ring for allreduce and reduce from 1 MB
+over two devices and from 2 MB over three or more, and the naive algorithm
+otherwise; broadcast and allgather use the naive one (the measurements are
+at :data:`RING_MIN_BYTES`).
 
 >>> xs = [nd.ones((3,), ctx=mx.cpu(i)) * (i + 1) for i in range(3)]
 >>> [y.asnumpy() for y in allreduce(xs, algorithm='ring')]
 [array([6., 6., 6.], dtype=float32), ...]
 """
 import functools
+import math
 import numbers
 
 import numpy as np
@@ -71,16 +72,19 @@ from .base import MXNetError, as_mxnet_error
 from .context import Context
 from .ndarray.ndarray import NDArray, _make
 
-__all__ = ['allreduce', 'reduce', 'broadcast', 'allgather', 'ALGORITHMS',
-           'RING_MIN_BYTES', 'PIECE_BYTES']
+__all__ = ['allreduce', 'reduce', 'broadcast', 'allgather', 'ALGORITHMS']
 
 ALGORITHMS = ('naive', 'ring', 'auto')
-# 'auto' chooses the ring for allreduce/reduce from this many bytes on.
-# Measured with benchmarks/bench_allreduce.py on the 2-core development
-# machine (in place, float32): below ~64 KB a ring's 2(n-1) small steps per
-# device cost more in engine hand-offs than they save; from 1 MB on the
-# ring was faster for 2, 3 and 4 devices.
-RING_MIN_BYTES = 256 << 10
+# 'auto' chooses the ring for allreduce/reduce from this many bytes on: 1 MB
+# over two devices, 2 MB over three or more.  Measured with
+# benchmarks/bench_allreduce.py on the 2-core development machine (in place,
+# float32, naive time / ring time): 2 devices 0.9-1.1x at 256-512 KB,
+# 1.1x at 1 MB, 1.2x at 2 MB, 1.3-1.6x at 4 MB; 3 and 4 devices 0.6-0.8x
+# at 256 KB-1 MB, 1.0-1.1x at 2 MB, 1.6-2.0x at 4 MB.  Below that a ring's
+# 2 (n - 1) dependent steps cost more engine hand-offs than its parallel
+# work saves.
+RING_MIN_BYTES = 1 << 20
+RING_MIN_BYTES_3 = 2 << 20          # with three or more devices
 # Ring chunks larger than this are cut into pieces of about this size, so
 # that a device can pass on the first piece of a chunk while it still adds
 # the next: the ring becomes a pipeline, and a piece is often still in the
@@ -178,7 +182,9 @@ def _target(dst, shape, dtype, ctx):
 
 def _view(a, sel):
     """Piece ``sel`` of backend array ``a``: ``(lo, hi)`` of the flattened
-    array, or an index tuple (an allgather slot)."""
+    array, an index tuple (an allgather slot), or None (all of it)."""
+    if sel is None:
+        return a
     if isinstance(sel, tuple) and len(sel) == 2 and isinstance(sel[0], int):
         lo, hi = sel
         if a.ndim == 1:
@@ -193,8 +199,10 @@ def _local(piece, remote, ctx):
 
 
 def _store(dst, sel, value):
-    """``dst[sel] = value`` for a flattened range or an index tuple."""
-    if isinstance(sel, tuple) and len(sel) == 2 and isinstance(sel[0], int):
+    """``dst[sel] = value`` for a flattened range, an index tuple or None."""
+    if sel is None:
+        dst[...] = value
+    elif isinstance(sel, tuple) and len(sel) == 2 and isinstance(sel[0], int):
         lo, hi = sel
         if dst.flags.c_contiguous:
             dst.reshape(-1)[lo:hi] = value
@@ -242,14 +250,14 @@ class _Plan:
     """Push the steps of one collective call, each with exact dependencies.
 
     A *buffer* is an NDArray a step reads or writes: a caller's input or
-    output, or a temporary.  For each buffer the plan keeps, per piece
-    (an interval of its flattened elements, or of an axis), the step that
-    last wrote it and the steps that have read it since.  A step depends on
-    the last writer of everything it reads, and -- when it writes -- on
-    every pending reader of the piece it overwrites.  Steps on one stream
-    need no dependency on each other: the stream runs them in order.
+    output, or a temporary.  For each buffer the plan keeps, per piece, the
+    step that last wrote it and the steps that have read it since (see
+    :class:`_Buf`).  A step depends on the last writer of each piece it
+    reads and, for the piece it writes, on that piece's last writer and
+    pending readers.  Steps on one stream need no dependency on each other:
+    the stream runs them in the order they were pushed, and every step is
+    pushed after the steps it depends on, so nothing can wait in a cycle.
     """
-    ALL = (-1, 1 << 62)
 
     def __init__(self):
         self.bufs = {}          # id(buf) -> _Buf
@@ -261,17 +269,15 @@ class _Plan:
             b = self.bufs[id(arr)] = _Buf(arr)
         return b
 
-    def temp(self, shape, dtype, ctx):
-        """A new array on ``ctx``; its first step allocates it."""
-        return _make(shape, dtype, ctx)
-
     def step(self, name, fn, dst, rng, reads, **kw):
-        """Push ``fn`` to ``dst``'s stream; it writes piece ``rng`` of ``dst``
-        and reads ``reads``, a list of ``(buffer, rng)``."""
+        """Push ``fn(dst, *read buffers, **kw)`` to ``dst``'s stream.
+
+        It writes piece ``rng`` of ``dst`` (None: all of it) and reads
+        ``reads``, a list of ``(buffer, rng)``.
+        """
         ctx = dst._ctx
         args = (dst,) + tuple(a for a, _ in reads)
-        kw.update(shape=dst._shape, dtype=dst._dtype, ctx=ctx)
-        fn = functools.partial(fn, **kw)
+        fn = functools.partial(fn, shape=dst._shape, dtype=dst._dtype, ctx=ctx, **kw)
         if self.naive:
             engine.run_sync(name, fn, args, [dst], ctx, {})
             return
@@ -279,26 +285,29 @@ class _Plan:
         deps = {}
         out = self._buf(dst)
         for a, r in reads:
-            for dep in self._buf(a).writers(r):
-                deps[dep[0]] = max(deps.get(dep[0], 0), dep[1])
-        for dep in out.writers(rng) + out.readers(rng):
-            deps[dep[0]] = max(deps.get(dep[0], 0), dep[1])
+            for st, q in self._buf(a).deps(r, False):
+                if q > deps.get(st, 0):
+                    deps[st] = q
+        for st, q in out.deps(rng, True):
+            if q > deps.get(st, 0):
+                deps[st] = q
         deps.pop(stream, None)
-        seq = stream.push(fn, args, [dst], name, {},
-                          [(s, q) for s, q in deps.items()] or None)
+        seq = stream.push(fn, args, [dst], name, {}, list(deps.items()) or None)
         dst._stream, dst._seq = stream, seq
         for a, r in reads:
             self._buf(a).read(r, stream, seq)
         out.write(rng, stream, seq)
 
     def finish(self, written=()):
-        """Hand the buffers back to the engine's bookkeeping."""
+        """Hand the buffers back to the engine's bookkeeping: later writes to
+        them wait for our reads, and readers of views see our writes."""
         if self.naive:
             return
         for b in self.bufs.values():
-            for stream, seq in b.foreign_reads():
-                engine.add_reader(b.arr, stream, seq)
-        for arr in written:             # caller's arrays written in place
+            for stream, seq in b.reads_by.items():
+                if stream.ctx != b.arr._ctx:
+                    engine.add_reader(b.arr, stream, seq)
+        for arr in written:             # the caller's arrays, written in place
             if arr._stream is engine._NAIVE:
                 continue
             arr._stream.last_write = max(arr._stream.last_write, arr._seq)
@@ -307,58 +316,56 @@ class _Plan:
 
 
 class _Buf:
-    """What the plan knows about one buffer: per piece, writer and readers."""
+    """What the plan knows about one buffer: for the whole of it and for each
+    piece, ``[writers, readers]`` as ``(stream, seq)`` lists.
+
+    The pieces of one buffer in one call are disjoint (the chunks of a
+    ring, the slots of an allgather), so a piece is found by its exact
+    ``(lo, hi)``; ``None`` is the whole buffer.  A piece not yet touched
+    has the whole buffer's state.
+    """
+    __slots__ = ('arr', 'whole', 'parts', 'pending', 'reads_by')
 
     def __init__(self, arr):
         self.arr = arr
         first = engine.read_dep(arr)        # its producer, if still pending
-        # Pending reads by other devices (earlier copies of `arr`): a write
-        # must wait for them.  Taken only if we write (see write()).
-        self.pending = None
-        self.pieces = [[_Plan.ALL, [first] if first else [], []]]
-        self.taken = False
-        self.reads_by = {}      # stream -> latest seq that read this buffer
+        self.whole = [[first] if first else [], []]
+        self.parts = {}
+        self.pending = None     # other devices' pending reads of `arr`
+        self.reads_by = {}      # stream -> latest seq of ours that read it
 
-    @staticmethod
-    def _overlap(r, s):
-        return r[0] < s[1] and s[0] < r[1]
-
-    def writers(self, rng):
-        return [w for p in self.pieces if self._overlap(p[0], rng) for w in p[1]]
-
-    def readers(self, rng):
-        if not self.taken:
-            self.taken = True
+    def deps(self, rng, writing):
+        """What a step reading (or writing) piece ``rng`` must wait for."""
+        if writing and self.pending is None:
+            # Copies of `arr` made before this call may still be reading it.
             self.pending = engine.take_readers(self.arr) or []
-        return list(self.pending) + [
-            r for p in self.pieces if self._overlap(p[0], rng) for r in p[2]]
+        out = list(self.pending) if writing else []
+        if rng is None:
+            states = [self.whole] + list(self.parts.values())
+        else:
+            states = [self.parts.get(rng, self.whole)]
+        for w, r in states:
+            out += w
+            if writing:
+                out += r
+        return out
 
     def read(self, rng, stream, seq):
-        self._split(rng)
-        for p in self.pieces:
-            if self._overlap(p[0], rng):
-                p[2].append((stream, seq))
         self.reads_by[stream] = seq
+        if rng is None:
+            for st in [self.whole] + list(self.parts.values()):
+                st[1].append((stream, seq))
+        else:
+            st = self.parts.get(rng)
+            if st is None:
+                st = self.parts[rng] = [list(self.whole[0]), list(self.whole[1])]
+            st[1].append((stream, seq))
 
     def write(self, rng, stream, seq):
-        self._split(rng)
-        for p in self.pieces:
-            if self._overlap(p[0], rng):
-                p[1], p[2] = [(stream, seq)], []
-        self.pending = []               # now ordered after them
-
-    def _split(self, rng):
-        """Cut the pieces at ``rng``'s ends so each lies inside or outside it."""
-        out = []
-        for (lo, hi), w, r in self.pieces:
-            cuts = sorted({lo, hi} | {x for x in rng if lo < x < hi})
-            for a, b in zip(cuts, cuts[1:]):
-                out.append([(a, b), list(w), list(r)])
-        self.pieces = out
-
-    def foreign_reads(self):
-        own = engine.stream_for(self.arr._ctx)
-        return [(s, q) for s, q in self.reads_by.items() if s is not own]
+        if rng is None:
+            self.whole, self.parts = [[(stream, seq)], []], {}
+        else:
+            self.parts[rng] = [[(stream, seq)], []]
 
 
 # --- helpers shared by the algorithms ------------------------------------------------
@@ -381,7 +388,7 @@ def _pieces(size, n, itemsize):
 
 
 def _copy(plan, dst, src, rng, name='copy'):
-    """``dst[rng] = src[rng]`` (flattened ranges), on ``dst``'s stream."""
+    """``dst[rng] = src[rng]`` (a flattened range; None: all), on ``dst``'s stream."""
     plan.step(name, _k_copy, dst, rng, [(src, rng)], sel=rng, src_sel=rng,
               remote=_remote(src, dst))
 
@@ -390,7 +397,7 @@ def _allocate(plan, arrays):
     # An output no step wrote (a size-0 result) still needs its buffer.
     for a in arrays:
         if a._data is None and id(a) not in plan.bufs:
-            plan.step('alloc', _k_copy_none, a, _Plan.ALL, [])
+            plan.step('alloc', _k_copy_none, a, None, [])
 
 
 def _k_copy_none(dst, *, shape, dtype, ctx):
@@ -400,7 +407,8 @@ def _k_copy_none(dst, *, shape, dtype, ctx):
 def _choose(algorithm, n, nbytes, ring_helps=True):
     if algorithm != 'auto':
         return algorithm
-    return 'ring' if ring_helps and n > 1 and nbytes >= RING_MIN_BYTES else 'naive'
+    least = RING_MIN_BYTES if n == 2 else RING_MIN_BYTES_3
+    return 'ring' if ring_helps and n > 1 and nbytes >= least else 'naive'
 
 
 def _results(out, ctxs, shape, dtype):
@@ -474,16 +482,16 @@ def allreduce(arrays, algorithm='auto', out=None):
     ctxs = [a._ctx for a in arrays]
     out = _check_out('allreduce', out, ctxs, a0._shape, a0._dtype, arrays)
     outs = _results(out, ctxs, a0._shape, a0._dtype)
-    n, size = len(arrays), a0.size
+    n, size = len(arrays), math.prod(a0._shape)
     algorithm = _choose(algorithm, n, size * a0._dtype.itemsize)
     plan = _Plan()
     if size and n == 1:
         if outs[0] is not arrays[0]:
-            _copy(plan, outs[0], arrays[0], (0, size))
+            _copy(plan, outs[0], arrays[0], None)
     elif size and algorithm == 'naive':
         _naive_reduce(plan, arrays, 0, outs[0])
         for i in range(1, n):
-            _copy(plan, outs[i], outs[0], (0, size), 'copyto')
+            _copy(plan, outs[i], outs[0], None, 'copyto')
     elif size:
         chunks = _pieces(size, n, a0._dtype.itemsize)
         _reduce_scatter(plan, arrays, outs, chunks)
@@ -505,9 +513,9 @@ def _naive_reduce(plan, arrays, root, total):
             here.append(a)
         else:
             t = _make(a._shape, a._dtype, ctx)
-            _copy(plan, t, a, (0, size), 'copyto')
+            _copy(plan, t, a, None, 'copyto')
             here.append(t)
-    plan.step('naive_sum', _k_sum, total, _Plan.ALL, [(a, _Plan.ALL) for a in here])
+    plan.step('naive_sum', _k_sum, total, None, [(a, None) for a in here])
 
 
 def _root_index(fname, arrays, root):
@@ -551,12 +559,12 @@ def reduce(arrays, root=0, algorithm='auto', out=None):
                                  'arrays[root]; in place means out=arrays[root]')
     out = _check_out('reduce', out, [arrays[root]._ctx], a0._shape, a0._dtype)
     total = _results(out, [arrays[root]._ctx], a0._shape, a0._dtype)[0]
-    n, size = len(arrays), a0.size
+    n, size = len(arrays), math.prod(a0._shape)
     algorithm = _choose(algorithm, n, size * a0._dtype.itemsize)
     plan = _Plan()
     if size and n == 1:
         if total is not arrays[0]:
-            _copy(plan, total, arrays[0], (0, size))
+            _copy(plan, total, arrays[0], None)
     elif size and algorithm == 'naive':
         _naive_reduce(plan, arrays, root, total)
     elif size:
@@ -614,7 +622,7 @@ def broadcast(array, ctxs=None, algorithm='auto', out=None):
     plan = _Plan()
     if size and algorithm == 'naive':
         for o in targets:
-            _copy(plan, o, array, (0, size), 'copyto')
+            _copy(plan, o, array, None, 'copyto')
     elif size:
         # Chain: target k copies each piece from target k - 1 once it has it.
         pieces = [p for c in _pieces(size, len(ctxs), array._dtype.itemsize)
@@ -676,15 +684,15 @@ def allgather(arrays, axis=0, algorithm='auto'):
         if not arrays[j].size:
             return
         plan.step('ring_copy' if algorithm == 'ring' else 'copyto', _k_copy,
-                  dst, slots[j], [(src, _Plan.ALL if whole else slots[j])],
-                  sel=sels[j], src_sel=() if whole else sels[j],
+                  dst, slots[j], [(src, None if whole else slots[j])],
+                  sel=sels[j], src_sel=None if whole else sels[j],
                   remote=_remote(src, dst))
 
     if outs[0].size and (algorithm == 'naive' or n == 1):
         for j in range(n):                  # everything to device 0 ...
             put(outs[0], j, arrays[j], True)
         for i in range(1, n):               # ... and from there to the others
-            _copy(plan, outs[i], outs[0], (0, outs[0].size), 'copyto')
+            _copy(plan, outs[i], outs[0], None, 'copyto')
     elif outs[0].size:
         for r in range(n):                  # each device's own slot
             put(outs[r], r, arrays[r], True)
