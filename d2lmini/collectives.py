@@ -166,7 +166,7 @@ def _check_out(fname, out, ctxs, shape, dtype, inputs=()):
                                      f'its own array')
         owners.add(owner)
         for j, a in enumerate(inputs):
-            if a is o and j != i:
+            if a is o and j != i and inputs[i] is not o:
                 raise _error(ValueError, f'{fname}: out[{i}] is arrays[{j}]; in '
                                          f'place means out[i] is arrays[i]')
     return out
@@ -394,9 +394,10 @@ def _copy(plan, dst, src, rng, name='copy'):
 
 
 def _allocate(plan, arrays):
-    # An output no step wrote (a size-0 result) still needs its buffer.
+    # A new result no step wrote (size 0) still needs its buffer.
     for a in arrays:
-        if a._data is None and id(a) not in plan.bufs:
+        if id(a) not in plan.bufs and a._stream is engine._NAIVE \
+                and getattr(a, '_data', None) is None:
             plan.step('alloc', _k_copy_none, a, None, [])
 
 
