@@ -85,11 +85,14 @@ ALGORITHMS = ('naive', 'ring', 'auto')
 # work saves.
 RING_MIN_BYTES = 1 << 20
 RING_MIN_BYTES_3 = 2 << 20          # with three or more devices
-# Ring chunks larger than this are cut into pieces of about this size, so
-# that a device can pass on the first piece of a chunk while it still adds
-# the next: the ring becomes a pipeline, and a piece is often still in the
-# cache when the neighbour reads it.
-PIECE_BYTES = 4 << 20
+# Ring chunks larger than this are cut into pieces, and the ring becomes a
+# pipeline: a device passes on the first piece of a chunk while it still
+# adds the next (NCCL's slices).  On the 2-core development machine it did
+# not pay: in place, 16 and 64 MB over 2-4 devices, whole chunks were as
+# fast as 16 MB pieces and 2-10% faster than 4 MB or 1 MB pieces (more
+# steps, no transfer to hide on shared memory), so only chunks over 64 MB
+# are cut.
+PIECE_BYTES = 64 << 20
 
 
 # --- errors --------------------------------------------------------------------------
