@@ -17,10 +17,10 @@ algorithms:
   of the array whatever ``n`` is, and all devices move data at once.
 
 Every step is an engine operation pushed to the stream of the device that
-receives: ``x.allreduce(...)`` returns at once, and a step waits only for
-the steps that produce the piece it reads (not for the whole array), so
-steps of different chunks run on different devices at the same time.  The
-pieces are tracked by :class:`_Plan`, which gives each step the
+receives: ``allreduce(...)`` returns at once, and a step waits only for
+the steps that produce the chunk it reads (not for the whole array), so
+steps on different chunks run on different devices at the same time.  The
+chunks are tracked by :class:`_Plan`, which gives each step the
 ``(stream, seq)`` dependencies of what it reads and overwrites, and hands
 the arrays back to the engine's bookkeeping (``read_dep``, ``add_reader``,
 ``take_readers``) so that a later write to an input waits for the steps
@@ -35,9 +35,10 @@ whole arrays, as the chapter's code does.
 Semantics (decisions, with their reasons):
 
 * Results are new arrays unless ``out`` says where to write; ``out=arrays``
-  works in place.  So with one device ``allreduce([x])`` is a *copy* of
-  ``x`` (writing into the result must not change ``x``) and
-  ``allreduce([x], out=[x])`` pushes nothing.
+  works in place.  So with one device ``allreduce([x])``, ``reduce([x])``
+  and ``allgather([x])`` return a *copy* of ``x`` (writing into the result
+  must not change ``x``), while ``allreduce([x], out=[x])`` pushes
+  nothing.
 * Several arrays may live on the same device (MXNet's KVStore sums such
   values too); they then take turns on that device's stream.  The same
   array twice in ``out`` is refused: which write wins would be arbitrary.
@@ -57,8 +58,9 @@ otherwise; broadcast and allgather use the naive one (the measurements are
 at :data:`RING_MIN_BYTES`).
 
 >>> xs = [nd.ones((3,), ctx=mx.cpu(i)) * (i + 1) for i in range(3)]
->>> [y.asnumpy() for y in allreduce(xs, algorithm='ring')]
-[array([6., 6., 6.], dtype=float32), ...]
+>>> ys = allreduce(xs, algorithm='ring')
+>>> ys[2].asnumpy(), ys[2].context
+(array([6., 6., 6.], dtype=float32), cpu(2))
 """
 import functools
 import math
