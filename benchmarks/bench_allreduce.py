@@ -185,15 +185,17 @@ def plot(table, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     sizes = sorted({r['bytes'] for r in table})
-    for a, style in [('naive', ':'), ('ring', '-')]:
-        for n in sorted({r['n'] for r in table}):
+    colors = plt.get_cmap('tab10')
+    for k, n in enumerate(sorted({r['n'] for r in table})):
+        for a, style in [('naive', ':'), ('ring', '-')]:
             pts = sorted((r['bytes'], r['algbw']) for r in table
                          if r['algorithm'] == a and r['n'] == n)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker='o',
-                    label=f'{a}, {n} devices')
+                    color=colors(k), label=f'{a}, {n} devices')
     mem = {r['bytes']: r['memcpy1'] for r in table}
     ax.plot(sizes, [mem[s] for s in sizes], 'k--', label='memcpy (1 thread)')
     ax.set_xscale('log', base=2)
+    ax.set_yscale('log')
     ax.set_xticks(sizes)
     ax.set_xticklabels([_label(s) for s in sizes])
     ax.set_xlabel('array size')

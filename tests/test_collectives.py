@@ -199,6 +199,19 @@ def test_allgather(alg, n, axis):
 
 
 @pytest.mark.parametrize('alg', ALGS)
+def test_in_place_into_views(alg):
+    # Rows 1:3 of bigger arrays (basic slices share memory): the bases see it.
+    host, bases = inputs(3, (4, 3))
+    views = [b[1:3] for b in bases]
+    C.allreduce(views, algorithm=alg, out=views)
+    total = np_sum([h[1:3] for h in host])
+    for h, b in zip(host, bases):
+        expect = h.copy()
+        expect[1:3] = total
+        np.testing.assert_array_equal(b.asnumpy(), expect)
+
+
+@pytest.mark.parametrize('alg', ALGS)
 def test_non_contiguous_out(alg):
     # A result stored column-major (as a convolution's may be): written by index.
     host, xs = inputs(2, (4, 5))
