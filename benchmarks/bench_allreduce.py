@@ -13,8 +13,10 @@ alternate, so a slow moment of the machine hits both.
   across ``n``;
 * the reference is this machine's memcpy bandwidth measured in the same
   run: one ``np.copyto`` of the same number of bytes on one thread (bytes
-  copied / time), and the same copy split over two threads (the two cores'
-  share of memory bandwidth).
+  copied / time), timed in the same alternating loop as the allreduces;
+  and, once per size, the same copy split over two threads (the two
+  cores' share of memory bandwidth; for small sizes the hand-off between
+  the threads dominates it).
 
 The issue's targets: the ring beats naive for 3 and more devices on large
 arrays, and a 2-device allreduce of 64 MB reaches 0.5x the memcpy
@@ -23,6 +25,7 @@ algbw with the naive one as reference (ratio = ring's speed-up), then the
 64 MB rows against memcpy.  ``python benchmarks/bench_allreduce.py
 --table`` prints the full markdown table; :func:`plot` draws it.
 """
+import functools
 import gc
 import os
 import statistics
@@ -94,20 +97,28 @@ def memcpy_bandwidth(nbytes, threads=1, reps=None):
 
 
 def allreduce_times(n, nbytes, algorithms=ALGORITHMS, reps=None):
-    """``{algorithm: [seconds, ...]}`` for an in-place allreduce over
-    ``cpu(0..n-1)``, repetitions of the algorithms alternating."""
+    """``{case: [seconds, ...]}`` for an in-place allreduce over
+    ``cpu(0..n-1)`` with each algorithm, and for ``'memcpy'``: one
+    ``np.copyto`` of the same bytes.  The cases' repetitions alternate, so
+    a busy moment of the machine slows all of them."""
     xs = [nd.zeros((nbytes // 4,), ctx=mx.cpu(i)) for i in range(n)]
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.empty_like(src)
+    cases = {a: functools.partial(allreduce, xs, algorithm=a, out=xs)
+             for a in algorithms}
+    cases['memcpy'] = functools.partial(np.copyto, dst, src)
     nd.waitall()
-    times = {a: [] for a in algorithms}
-    for a in algorithms:                   # warm-up: streams, pages, caches
-        allreduce(xs, algorithm=a, out=xs)
+    times = {c: [] for c in cases}
+    for fn in cases.values():              # warm-up: streams, pages, caches
+        fn()
         nd.waitall()
     for _ in range(reps or _reps(nbytes)):
-        for a in algorithms:
+        for c, fn in cases.items():
             t = _now()
-            allreduce(xs, algorithm=a, out=xs)
-            nd.waitall()
-            times[a].append(_now() - t)
+            fn()
+            if c != 'memcpy':              # (np.copyto is done when it returns)
+                nd.waitall()
+            times[c].append(_now() - t)
     return times
 
 
@@ -116,10 +127,10 @@ def measure(devices=DEVICES, sizes=SIZES):
     gc.collect()
     table = []
     for nbytes in sizes:
-        mem1 = memcpy_bandwidth(nbytes, 1)
         mem2 = memcpy_bandwidth(nbytes, 2)
         for n in devices:
             times = allreduce_times(n, nbytes)
+            mem1 = nbytes / statistics.median(times['memcpy'])
             for a in ALGORITHMS:
                 t = statistics.median(times[a])
                 algbw = nbytes / t
@@ -134,7 +145,7 @@ def rows_from(table):
     """Rows for benchmarks/run.py (see the module docstring)."""
     by = {(r['n'], r['bytes'], r['algorithm']): r for r in table}
     rows = []
-    for (n, nbytes, a), r in by.items():
+    for (n, nbytes, a), r in sorted(by.items()):
         if a != 'ring':
             continue
         naive = by[(n, nbytes, 'naive')]
@@ -145,13 +156,13 @@ def rows_from(table):
                      'busbw': round(r['busbw'], 3),
                      'ring_ms': round(r['time_ms'], 3),
                      'naive_ms': round(naive['time_ms'], 3)})
-    for (n, nbytes, a), r in by.items():
+    for (n, nbytes, a), r in sorted(by.items()):
         if nbytes == max(s for _, s, _ in by):
             rows.append({'name': f'{a} allreduce vs memcpy, {n} devices, '
                                  f'{_label(nbytes)}',
                          'ours': round(r['algbw'], 3),
                          'reference': round(r['memcpy1'], 3),
-                         'unit': 'GB/s algbw (ref: 1-thread np.copyto, same bytes)',
+                         'unit': 'GB/s algbw (ref: 1-thread np.copyto, same bytes, same loop)',
                          'busbw': round(r['busbw'], 3),
                          'memcpy_2threads': round(r['memcpy2'], 3)})
     return rows
