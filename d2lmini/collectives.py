@@ -406,10 +406,10 @@ def _allocate(plan, arrays):
     for a in arrays:
         if id(a) not in plan.bufs and a._stream is engine._NAIVE \
                 and getattr(a, '_data', None) is None:
-            plan.step('alloc', _k_copy_none, a, None, [])
+            plan.step('alloc', _k_alloc, a, None, [])
 
 
-def _k_copy_none(dst, *, shape, dtype, ctx):
+def _k_alloc(dst, *, shape, dtype, ctx):
     return _target(dst, shape, dtype, ctx)
 
 
