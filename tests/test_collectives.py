@@ -279,7 +279,7 @@ def threaded():
 
 
 @pytest.mark.parametrize('alg', ALGS)
-def test_returns_at_once_and_later_writes_do_not_leak_in(alg, gate_op, threaded):
+def test_returns_at_once_and_later_writes_do_not_leak_in(alg, threaded, gate_op):
     gated, ev = gate_op
     host, xs = inputs(3, (1000,))
     xs[0] = gated(xs[0])              # cpu(0) is blocked until ev is set
@@ -300,7 +300,7 @@ def test_returns_at_once_and_later_writes_do_not_leak_in(alg, gate_op, threaded)
 
 
 @pytest.mark.parametrize('alg', ALGS)
-def test_in_place_is_ordered_with_reads_before_and_after(alg, gate_op, threaded):
+def test_in_place_is_ordered_with_reads_before_and_after(alg, threaded, gate_op):
     gated, ev = gate_op
     host, xs = inputs(2, (500,))
     xs[1] = gated(xs[1])
@@ -313,6 +313,23 @@ def test_in_place_is_ordered_with_reads_before_and_after(alg, gate_op, threaded)
     for y in late:
         np.testing.assert_array_equal(y.asnumpy(), np_sum(host))
     np.testing.assert_array_equal(view.asnumpy(), np_sum(host)[:5])
+
+
+@pytest.mark.parametrize('alg', ALGS)
+def test_a_collective_writing_waits_for_earlier_readers(alg, threaded, gate_op):
+    # cpu(1) is blocked, so its copy of x stays pending; a second collective
+    # then overwrites x from cpu(0), which is free to run: the write must wait
+    # for that read (take_readers), or the copy sees the new values.
+    gated, ev = gate_op
+    host, (x,) = inputs(1, (300,))
+    gated(nd.zeros((1,), ctx=mx.cpu(1)))
+    ys = C.broadcast(x, [mx.cpu(1)], algorithm=alg)
+    C.broadcast(nd.full((300,), -5), out=[x], algorithm=alg)
+    # The write cannot run while the read is blocked, however long we wait.
+    assert not engine.stream_for(mx.cpu(0)).wait(x._seq, timeout=0.2)
+    ev.set()
+    check(ys, host[0], [mx.cpu(1)])
+    np.testing.assert_array_equal(x.asnumpy(), np.full(300, -5, 'float32'))
 
 
 def test_input_error_reaches_the_results(threaded):
@@ -440,3 +457,49 @@ def test_gpu_and_cpu_mixed(alg):
     check(C.broadcast(xs[1], ctxs, algorithm=alg), host[1], ctxs)
     C.allreduce(xs, algorithm=alg, out=xs)
     check(xs, np_sum(host), ctxs)
+
+
+# --- many calls in a row, never waiting: the engine must order them all --------------
+@pytest.mark.parametrize('seed', range(4))
+def test_random_program_matches_numpy(seed, monkeypatch, threaded):
+    # A random mix of collectives (both algorithms, in place and not) and
+    # in-place writes, pushed without a sync, against the same program on
+    # NumPy; small pieces make the dependency graph dense.
+    monkeypatch.setattr(C, 'PIECE_BYTES', 40)
+    rng = np.random.RandomState(seed)
+    ctxs = [mx.cpu(i) for i in (0, 1, 2, 3, 1)]
+    host = [rng.randint(0, 50, size=(6, 7)).astype('int64') for _ in ctxs]
+    xs = [nd.array(h, ctx=c, dtype='int64') for h, c in zip(host, ctxs)]
+    for _ in range(40):
+        alg = ALGS[rng.randint(2)]
+        idx = sorted(rng.choice(len(xs), size=rng.randint(1, len(xs) + 1),
+                                replace=False))
+        kind = rng.randint(5)
+        if kind == 0:                                  # allreduce in place
+            C.allreduce([xs[i] for i in idx], algorithm=alg,
+                        out=[xs[i] for i in idx])
+            total = np_sum([host[i] for i in idx])
+            for i in idx:
+                host[i] = total.copy()
+        elif kind == 1:                                # reduce into the root
+            root = int(rng.choice(idx))
+            C.reduce([xs[i] for i in idx], root=idx.index(root), algorithm=alg,
+                     out=xs[root])
+            host[root] = np_sum([host[i] for i in idx])
+        elif kind == 2:                                # broadcast one to others
+            src = int(rng.choice(idx))
+            C.broadcast(xs[src], algorithm=alg, out=[xs[i] for i in idx])
+            for i in idx:
+                host[i] = host[src].copy()
+        elif kind == 3:                                # results as new arrays
+            ys = C.allreduce([xs[i] for i in idx], algorithm=alg)
+            total = np_sum([host[i] for i in idx])
+            for i, y in zip(idx, ys):
+                xs[i] = y - 1
+                host[i] = total - 1
+        else:                                          # a plain in-place write
+            i = idx[0]
+            xs[i][:] = xs[i] * 3 % 101
+            host[i] = host[i] * 3 % 101
+    for x, h in zip(xs, host):
+        np.testing.assert_array_equal(x.asnumpy(), h)
