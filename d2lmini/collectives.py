@@ -241,7 +241,8 @@ def _k_add(dst, mine, theirs, *, sel, remote, shape, dtype, ctx):
 
 
 def _k_sum(dst, *srcs, shape, dtype, ctx):
-    """``dst = srcs[0] + srcs[1] + ...`` (all on ``ctx``)."""
+    """``dst = srcs[0] + srcs[1] + ...`` (all on ``ctx``); if ``dst`` is one
+    of ``srcs`` it must be ``srcs[0]``, which is read before it is written."""
     dst = _target(dst, shape, dtype, ctx)
     xp = backend.xp_of(dst)
     if len(srcs) == 1:
@@ -498,7 +499,7 @@ def allreduce(arrays, algorithm='auto', out=None):
         if outs[0] is not arrays[0]:
             _copy(plan, outs[0], arrays[0], None)
     elif size and algorithm == 'naive':
-        _naive_reduce(plan, arrays, 0, outs[0])
+        _naive_reduce(plan, arrays, outs[0])
         for i in range(1, n):
             _copy(plan, outs[i], outs[0], None, 'copyto')
     elif size:
@@ -510,46 +511,48 @@ def allreduce(arrays, algorithm='auto', out=None):
     return outs
 
 
-def _naive_reduce(plan, arrays, root, total):
-    """The chapter's reduction: copy every array to the root's device, then
+def _naive_reduce(plan, arrays, total):
+    """The chapter's reduction: copy every array to ``total``'s device, then
     add them up there into ``total``."""
-    ctx = arrays[root]._ctx
-    here = [arrays[root]]
-    for i, a in enumerate(arrays):
-        if i == root:
-            continue
-        if a._ctx == ctx:
-            here.append(a)
-        else:
+    ctx = total._ctx
+    here = []
+    for a in arrays:
+        if a._ctx != ctx:
             t = _make(a._shape, a._dtype, ctx)
             _copy(plan, t, a, None, 'copyto')
-            here.append(t)
+            a = t
+        here.append(a)
+    here.sort(key=lambda a: a is not total)   # in place: read total first
     plan.step('naive_sum', _k_sum, total, None, [(a, None) for a in here])
 
 
-def _root_index(fname, arrays, root):
+def _root(fname, arrays, root):
+    """``(index, context)`` of the root: index None for a Context that
+    holds none of the arrays."""
     n = len(arrays)
     if isinstance(root, Context):
+        backend.check_context(root)
         for i, a in enumerate(arrays):
             if a._ctx == root:
-                return i
-        raise _error(ValueError, f'{fname}: root={root} holds none of the arrays '
-                                 f'(they are on {", ".join(str(a._ctx) for a in arrays)})')
+                return i, root
+        return None, root
     if isinstance(root, bool) or not isinstance(root, numbers.Integral):
         raise _error(TypeError, f'{fname}: root must be an index into arrays or a '
                                 f'Context, got {root!r}')
     if not -n <= root < n:
         raise _error(IndexError, f'{fname}: root={root} is out of range for '
                                  f'{n} arrays')
-    return int(root) % n
+    root = int(root) % n
+    return root, arrays[root]._ctx
 
 
 def reduce(arrays, root=0, algorithm='auto', out=None):
-    """The elementwise sum of ``arrays`` on ``arrays[root]``'s device.
+    """The elementwise sum of ``arrays`` on one device, the *root*.
 
-    ``root`` is an index into ``arrays`` or a Context (the first array on
-    it).  ``out`` (on that device) receives the sum; ``out=arrays[root]``
-    sums in place.  The other arrays are not changed.
+    ``root`` is an index into ``arrays``, or a Context: the first array on
+    it, or a device that holds none of them (as a KVStore that sums GPU
+    values on the CPU).  ``out`` (on the root) receives the sum;
+    ``out=arrays[root]`` sums in place.  The other arrays are not changed.
 
     >>> xs = [nd.ones((2,), ctx=mx.cpu(i)) for i in range(3)]
     >>> reduce(xs, root=mx.cpu(2))
@@ -558,16 +561,16 @@ def reduce(arrays, root=0, algorithm='auto', out=None):
     """
     arrays = _check_arrays('reduce', arrays)
     _check_algorithm('reduce', algorithm)
-    root = _root_index('reduce', arrays, root)
+    root, ctx = _root('reduce', arrays, root)
     a0 = arrays[0]
     if out is not None and not isinstance(out, NDArray):
-        raise _error(TypeError, f'reduce: out must be one NDArray on '
-                                f'{arrays[root]._ctx}, got {type(out).__name__}')
+        raise _error(TypeError, f'reduce: out must be one NDArray on {ctx}, got '
+                                f'{type(out).__name__}')
     if out is not None and any(a is out for i, a in enumerate(arrays) if i != root):
         raise _error(ValueError, 'reduce: out is one of the arrays but not '
                                  'arrays[root]; in place means out=arrays[root]')
-    out = _check_out('reduce', out, [arrays[root]._ctx], a0._shape, a0._dtype)
-    total = _results(out, [arrays[root]._ctx], a0._shape, a0._dtype)[0]
+    out = _check_out('reduce', out, [ctx], a0._shape, a0._dtype)
+    total = _results(out, [ctx], a0._shape, a0._dtype)[0]
     n, size = len(arrays), math.prod(a0._shape)
     algorithm = _choose(algorithm, n, size * a0._dtype.itemsize)
     plan = _Plan()
@@ -575,7 +578,7 @@ def reduce(arrays, root=0, algorithm='auto', out=None):
         if total is not arrays[0]:
             _copy(plan, total, arrays[0], None)
     elif size and algorithm == 'naive':
-        _naive_reduce(plan, arrays, root, total)
+        _naive_reduce(plan, arrays, total)
     elif size:
         # A reduce-scatter into scratch buffers (the root's is the result),
         # then the root fetches the chunks the others finished.

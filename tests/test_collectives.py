@@ -155,10 +155,21 @@ def test_reduce_in_place_and_into_out(alg):
     out = nd.zeros((8,), ctx=mx.cpu(1))
     assert C.reduce(xs, root=1, algorithm=alg, out=out) is out
     check([out], np_sum(host), [mx.cpu(1)])
-    assert C.reduce(xs, root=1, algorithm=alg, out=xs[1]) is xs[1]
-    check([xs[1]], np_sum(host), [mx.cpu(1)])
-    for i in (0, 2):
+    assert C.reduce(xs, root=2, algorithm=alg, out=xs[2]) is xs[2]
+    check([xs[2]], np_sum(host), [mx.cpu(2)])
+    for i in (0, 1):
         np.testing.assert_array_equal(xs[i].asnumpy(), host[i])
+
+
+@pytest.mark.parametrize('alg', ALGS)
+@pytest.mark.parametrize('n', NDEV)
+def test_reduce_to_a_device_outside(alg, n):
+    # A root that holds none of the arrays (a KVStore summing on the CPU).
+    host, xs = inputs(n, (13,), ctxs=[mx.cpu(i + 1) for i in range(n)])
+    check([C.reduce(xs, root=mx.cpu(0), algorithm=alg)], np_sum(host), [mx.cpu(0)])
+    out = nd.zeros((13,), ctx=mx.cpu(0))
+    assert C.reduce(xs, root=mx.cpu(0), algorithm=alg, out=out) is out
+    check([out], np_sum(host), [mx.cpu(0)])
 
 
 @pytest.mark.parametrize('alg', ALGS)
@@ -413,7 +424,7 @@ def _pushed():
     (lambda xs, b: C.allreduce([xs[0], xs[0]], out=[xs[0], xs[0]]), ValueError,
      'shares memory'),
     (lambda xs, b: C.reduce(xs, root=3), IndexError, 'root=3 is out of range'),
-    (lambda xs, b: C.reduce(xs, root=mx.cpu(3)), ValueError, 'holds none'),
+    (lambda xs, b: C.reduce(xs, root=mx.gpu(99)), MXNetError, 'gpu.99.'),
     (lambda xs, b: C.reduce(xs, root='0'), TypeError, 'root must be'),
     (lambda xs, b: C.reduce(xs, root=0, out=xs[1]), ValueError, 'not arrays.root.'),
     (lambda xs, b: C.reduce(xs, root=0, out=b['four@1']), ValueError,
