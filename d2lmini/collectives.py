@@ -69,7 +69,6 @@ import functools
 import math
 import numbers
 
-import numpy as np
 
 from . import autograd as _ag
 from . import backend, engine
