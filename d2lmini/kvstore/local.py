@@ -10,13 +10,13 @@ sums the values of the devices (MXNet's ``CommCPU`` and ``CommDevice``):
   largest first, so the keys (and the updates, with ``set_optimizer``)
   spread over the devices.
 
-Every copy and sum is an engine operation on the destination's stream, so a
+Every copy and sum (:func:`d2lmini.collectives.reduce`) is an engine operation on the destination's stream, so a
 push returns at once and the devices work in parallel.
 """
 import numpy as np
 
 from ..context import cpu
-from ..ndarray import add_n
+from .. import collectives
 from .kvstore import KVStore
 
 __all__ = ['LocalStore', 'NAMES']
@@ -28,11 +28,13 @@ NAMES = ('local', 'device', 'local_update_cpu', 'local_allreduce_cpu',
 
 
 def _reduce(values, ctx):
-    """The sum of ``values`` (NDArrays on any devices), as a new array on ``ctx``."""
-    parts = [v.as_in_context(ctx) for v in values]
-    if len(parts) == 1:
-        return parts[0].copy() if parts[0] is values[0] else parts[0]
-    return add_n(*parts)
+    """The sum of ``values`` (NDArrays on any devices), as a new array on ``ctx``.
+
+    :func:`d2lmini.collectives.reduce` does the work: the naive algorithm
+    (copy everything to ``ctx``, add) for small values, the ring's
+    reduce-scatter for large ones, whichever measured faster.
+    """
+    return collectives.reduce(values, root=ctx)
 
 
 class LocalStore(KVStore):
