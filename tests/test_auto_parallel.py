@@ -28,7 +28,7 @@ def chain(x, n):
 
 def test_two_devices_compute_at_the_same_time():
     rng = np.random.default_rng(0)
-    a = rng.uniform(size=(300, 300)).astype(np.float32)
+    a = rng.uniform(size=(500, 500)).astype(np.float32)
     xs = [nd.array(a, ctx=D0), nd.array(a, ctx=D1)]
     for _ in range(TRIES):
         with Trace() as tr:
@@ -40,14 +40,14 @@ def test_two_devices_compute_at_the_same_time():
     assert {n for _, n, _, _ in tr.spans(D1)} >= {'dot'}
     ref = a
     for _ in range(8):
-        ref = ref @ ref / 300
+        ref = ref @ ref / 500
     for ys in outs:                               # and the answers are right
         np.testing.assert_allclose(ys[-1].asnumpy(), ref, rtol=1e-4)
 
 
 def test_copies_overlap_the_computation_they_follow():
     rng = np.random.default_rng(1)
-    a = rng.uniform(size=(300, 300)).astype(np.float32)
+    a = rng.uniform(size=(500, 500)).astype(np.float32)
     x = nd.array(a, ctx=D0)
     for _ in range(TRIES):
         with Trace() as tr:

@@ -173,14 +173,15 @@ def test_predicted_bubble():
 def test_micro_batches_keep_both_devices_busy_at_once():
     """Behaviour, not speed: with 4 micro-batches the two stages overlap."""
     mx.random.seed(0)
-    stages = [nn.Dense(256, activation='relu', in_units=256) for _ in range(2)]
+    # products of a few ms each: the GIL is free while they run
+    stages = [nn.Dense(1024, activation='relu', in_units=1024) for _ in range(2)]
     net = Pipeline(stages, [D0, D1], num_micro=4)
     net.initialize()
-    X = nd.random.normal(shape=(512, 256))
+    X = nd.random.normal(shape=(512, 1024))
     net(X).wait_to_read()
     for _ in range(5):                        # a loaded machine may serialise
         with Trace() as tr:
-            for _ in range(3):
+            for _ in range(2):
                 net(X)
         if tr.overlap(D0, D1) > 0:
             break
