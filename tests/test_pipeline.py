@@ -187,3 +187,18 @@ def test_micro_batches_keep_both_devices_busy_at_once():
             break
     assert tr.overlap(D0, D1) > 0
     assert bubble(tr, [D0, D1]) < 1
+
+
+def test_save_and_load_keep_each_stage_on_its_device(tmp_path):
+    stages = make_stages()
+    net = Pipeline(stages, [D0, D1], num_micro=2)
+    X, _ = data(6)
+    before = net(X).asnumpy()
+    fname = str(tmp_path / 'pipe.params')
+    net.save_parameters(fname)
+    other = Pipeline(make_stages(seed=9), [D0, D1], num_micro=3)
+    assert not np.allclose(other(X).asnumpy(), before)
+    other.load_parameters(fname)
+    np.testing.assert_allclose(other(X).asnumpy(), before, rtol=1e-6)
+    assert other.stages[0][0].weight.list_ctx() == [D0]
+    assert other.stages[1][0].weight.list_ctx() == [D1]
