@@ -19,6 +19,20 @@ one thread each; both numbers are in the row names.  The two configurations
 are timed in alternating blocks within one process (8 steps, one sync per
 block), and each keeps its best block, so other jobs on a shared CPU slow
 both alike.
+
+Where the time goes (from-scratch version, 2-core development machine,
+best of alternating blocks in one process, ms per step of 512 images):
+one device, 2 BLAS threads: 98-105.  Two devices: one device's half batch
+(256, 1 BLAS thread) alone takes 70; both devices each training their own
+half with no exchange take 78 (+12%: the memory-bound operators, ReLU and
+pooling and their gradients on 14 MB activations, slow down most when both
+cores stream memory, and the front end's ~2.7 ms of Python per step shares
+the two cores); the data-parallel step takes 83 (+6%: one device waiting
+at the allreduce for the other, the 8 small copy/add round trips, the
+SGD).  Hence 1.2-1.3x: about 70% of the work is GEMM, which one device
+already runs on both cores.  Not the cause (measured, no change): the
+GIL switch interval, the number of GIL round trips in col2im, the
+convolution's band size, the relu gradient's passes.
 """
 import os
 import sys
