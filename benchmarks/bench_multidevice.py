@@ -16,7 +16,7 @@ with the same global batch; the row of two devices gives the speed-up
 devices ``cores // k`` OpenBLAS threads (``mx.engine.blas_threads()``), so
 on a 2-core machine one device runs every GEMM on 2 threads and two devices
 one thread each; both numbers are in the row names.  The two configurations
-are timed in alternating blocks within one process (8 steps, one sync per
+are timed in alternating blocks within one process (6 steps, one sync per
 block), and each keeps its best block, so other jobs on a shared CPU slow
 both alike.
 
@@ -106,7 +106,7 @@ def _blas_for(ndev):
     return max(1, mx.engine._cores() // ndev)
 
 
-def _best_alternating(configs, rounds=3, number=8):
+def _best_alternating(configs, rounds=5, number=6):
     """Best seconds per step of each ``(ndev, step)``, in alternating blocks."""
     best = [float('inf')] * len(configs)
     threads = [None] * len(configs)
