@@ -819,9 +819,17 @@ def lenet_multigpu():
 
 
 def split_batch(X, y, devices):
-    """Split ``X`` and ``y`` into multiple devices."""
+    """Split ``X`` and ``y`` into multiple devices.
+
+    Raises ``ValueError`` if ``X`` and ``y`` hold different numbers of
+    examples (or, from ``split_and_load``, if there are fewer examples than
+    devices or they do not divide evenly).
+    """
     from .gluon import utils
-    assert X.shape[0] == y.shape[0]
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f'split_batch: X has {X.shape[0]} examples (shape '
+                         f'{X.shape}) but y has {y.shape[0]} (shape {y.shape}); '
+                         f'pass the features and labels of one minibatch')
     return (utils.split_and_load(X, devices), utils.split_and_load(y, devices))
 
 

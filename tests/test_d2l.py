@@ -426,6 +426,20 @@ def test_train_reports_the_epoch_means_on_two_contexts(capsys):
                                ref.weight.data(ctx[1]).asnumpy(), rtol=1e-6)
 
 
+def test_split_batch_splits_features_and_labels_over_devices():
+    X = nd.arange(24).reshape((6, 4))
+    y = nd.arange(6)
+    devices = [mx.cpu(0), mx.cpu(1)]
+    Xs, ys = d2l.split_batch(X, y, devices)
+    assert [x.context for x in Xs] == devices and [t.context for t in ys] == devices
+    np.testing.assert_array_equal(np.concatenate([x.asnumpy() for x in Xs]), X.asnumpy())
+    np.testing.assert_array_equal(ys[1].asnumpy(), [3, 4, 5])
+    with pytest.raises(ValueError, match='X has 6 examples.*y has 5'):
+        d2l.split_batch(X, nd.arange(5), devices)
+    with pytest.raises(ValueError, match='cannot be evenly split into 2 slices'):
+        d2l.split_batch(X[:1], y[:1], devices)
+
+
 def test_classic_plot_helpers():
     d2l.semilogy(range(1, 4), [1, 10, 100], 'epochs', 'loss',
                  range(1, 4), [2, 20, 200], ['train', 'test'])
