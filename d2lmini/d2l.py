@@ -607,13 +607,17 @@ def train_ch5(net, train_iter, test_iter, batch_size, trainer, ctx,
 def train(train_iter, test_iter, net, loss, trainer, ctx, num_epochs):
     """Train on one or several contexts (classic book, image augmentation).
 
-    Each batch is split over ``ctx`` with :func:`_get_batch`.
+    Each batch is split over ``ctx`` with :func:`_get_batch`.  The sums of
+    the loss and of the correct predictions stay on each device and are
+    read once an epoch (the book reads them every batch), so the front end
+    does not wait for the devices between batches and they keep computing
+    side by side.
     """
     print('training on', ctx)
     if isinstance(ctx, context.Context):
         ctx = [ctx]
     for epoch in range(num_epochs):
-        train_l_sum, train_acc_sum, n, m, start = 0.0, 0.0, 0, 0, time.time()
+        sums, n, m, start = None, 0, 0, time.time()
         progress = _progress(len(train_iter))
         for batch in train_iter:
             Xs, ys, batch_size = _get_batch(batch, ctx)
@@ -623,15 +627,21 @@ def train(train_iter, test_iter, net, loss, trainer, ctx, num_epochs):
             for l in ls:
                 l.backward()
             trainer.step(batch_size)
-            train_l_sum += sum(l.sum().asscalar() for l in ls)
+            # per device: [loss sum, correct count], float64 on the device
+            new = [[l.sum().astype('float64'),
+                    _correct(y_hat, y).astype('float64')]
+                   for l, y_hat, y in zip(ls, y_hats, ys)]
+            sums = new if sums is None else [[a + c, b + d] for (a, b), (c, d)
+                                             in zip(sums, new)]
             n += sum(l.size for l in ls)
-            train_acc_sum += sum((y_hat.argmax(axis=1) == y).sum().asscalar()
-                                 for y_hat, y in zip(y_hats, ys))
             m += sum(y.size for y in ys)
             if progress is not None:
                 progress.update(1)
         if progress is not None:
             progress.close()
+        train_l_sum = sum(s[0].asscalar() for s in sums) if sums else 0.0
+        train_acc_sum = sum(s[1].asscalar() for s in sums) if sums else 0.0
+        n, m = max(n, 1), max(m, 1)
         test_acc = evaluate_accuracy(test_iter, net, ctx)
         print('epoch %d, loss %.4f, train acc %.3f, test acc %.3f, '
               'time %.1f sec'
@@ -809,9 +819,17 @@ def lenet_multigpu():
 
 
 def split_batch(X, y, devices):
-    """Split ``X`` and ``y`` into multiple devices."""
+    """Split ``X`` and ``y`` into multiple devices.
+
+    Raises ``ValueError`` if ``X`` and ``y`` hold different numbers of
+    examples (or, from ``split_and_load``, if there are fewer examples than
+    devices or they do not divide evenly).
+    """
     from .gluon import utils
-    assert X.shape[0] == y.shape[0]
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f'split_batch: X has {X.shape[0]} examples (shape '
+                         f'{X.shape}) but y has {y.shape[0]} (shape {y.shape}); '
+                         f'pass the features and labels of one minibatch')
     return (utils.split_and_load(X, devices), utils.split_and_load(y, devices))
 
 

@@ -848,12 +848,19 @@ class Trace:
         return doc
 
     def plot(self, ax=None, min_dur=0.0, legend=10):
-        """Draw a timeline: one row per device, one bar per op (matplotlib)."""
+        """Draw a timeline: one row per device, one bar per op (matplotlib).
+
+        The legend lists the ``legend`` operators that took the most time,
+        longest first; they get distinct colors.
+        """
         import matplotlib.pyplot as plt
         ctxs = self.contexts()
         if ax is None:
             _, ax = plt.subplots(figsize=(8, 0.8 + 0.5 * len(ctxs)))
-        names = sorted({e[1] for e in self.events})
+        total = {}
+        for _, n, a, b, _ in self.events:
+            total[n] = total.get(n, 0.0) + (b - a)
+        names = sorted(total, key=lambda n: (-total[n], n))
         cmap = plt.get_cmap('tab10')
         color = {n: cmap(i % 10) for i, n in enumerate(names)}
         for row, c in enumerate(ctxs):

@@ -383,6 +383,63 @@ def test_train_multi_context(fashion_mnist_dir, capsys):
                         r'test acc \d\.\d{3}, time \d+\.\d sec', out[1]), out
 
 
+def test_train_reports_the_epoch_means_on_two_contexts(capsys):
+    """d2l.train keeps its sums on the devices and reads them once an epoch:
+    the loss and the train accuracy it prints are those of a loop that reads
+    every batch, with the same weights, batches and updates."""
+    rng = np.random.default_rng(0)
+    batches = [(nd.array(rng.standard_normal((16, 6), dtype=np.float32)),
+                nd.array(rng.integers(0, 4, 16).astype(np.int32)))
+               for _ in range(3)]
+    ctx = [mx.cpu(0), mx.cpu(1)]
+    loss = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def make():
+        mx.random.seed(3)
+        net = mx.gluon.nn.Dense(4)
+        net.initialize(mx.init.Normal(0.5), ctx=ctx)
+        return net, mx.gluon.Trainer(net.collect_params(), 'sgd',
+                                     {'learning_rate': 0.5})
+    net, trainer = make()
+    d2l.train(batches, batches[:1], net, loss, trainer, ctx, 1)
+    out = capsys.readouterr().out.splitlines()
+    m = re.fullmatch(r'epoch 1, loss (\d+\.\d{4}), train acc (\d\.\d{3}), '
+                     r'test acc \d\.\d{3}, time \d+\.\d sec', out[1])
+    assert m, out
+    ref, ref_trainer = make()
+    l_sum = correct = 0.0
+    for X, y in batches:                       # the book's loop, read each batch
+        Xs = mx.gluon.utils.split_and_load(X, ctx)
+        ys = mx.gluon.utils.split_and_load(y.astype('float32'), ctx)
+        with autograd.record():
+            y_hats = [ref(x) for x in Xs]
+            ls = [loss(h, t) for h, t in zip(y_hats, ys)]
+        for l in ls:
+            l.backward()
+        ref_trainer.step(X.shape[0])
+        l_sum += sum(float(l.sum().asscalar()) for l in ls)
+        correct += sum(float((h.argmax(axis=1) == t).sum().asscalar())
+                       for h, t in zip(y_hats, ys))
+    assert float(m.group(1)) == pytest.approx(l_sum / 48, abs=1e-4)
+    assert float(m.group(2)) == pytest.approx(correct / 48, abs=1e-3)
+    np.testing.assert_allclose(net.weight.data(ctx[1]).asnumpy(),
+                               ref.weight.data(ctx[1]).asnumpy(), rtol=1e-6)
+
+
+def test_split_batch_splits_features_and_labels_over_devices():
+    X = nd.arange(24).reshape((6, 4))
+    y = nd.arange(6)
+    devices = [mx.cpu(0), mx.cpu(1)]
+    Xs, ys = d2l.split_batch(X, y, devices)
+    assert [x.context for x in Xs] == devices and [t.context for t in ys] == devices
+    np.testing.assert_array_equal(np.concatenate([x.asnumpy() for x in Xs]), X.asnumpy())
+    np.testing.assert_array_equal(ys[1].asnumpy(), [3, 4, 5])
+    with pytest.raises(ValueError, match='X has 6 examples.*y has 5'):
+        d2l.split_batch(X, nd.arange(5), devices)
+    with pytest.raises(ValueError, match='cannot be evenly split into 2 slices'):
+        d2l.split_batch(X[:1], y[:1], devices)
+
+
 def test_classic_plot_helpers():
     d2l.semilogy(range(1, 4), [1, 10, 100], 'epochs', 'loss',
                  range(1, 4), [2, 20, 200], ['train', 'test'])

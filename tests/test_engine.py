@@ -293,6 +293,22 @@ def test_trace_plot(threaded):
     plt.close(ax.figure)
 
 
+def test_trace_plot_legend_lists_the_longest_operators_first():
+    matplotlib = pytest.importorskip('matplotlib')
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    tr = engine.Trace()
+    c0, c1 = mx.cpu(0), mx.cpu(1)
+    tr.events = [(c0, 'a_short', 0.0, 0.001, 1), (c0, 'z_long', 0.001, 0.011, 2),
+                 (c1, 'm_mid', 0.0, 0.004, 1), (c1, 'a_short', 0.004, 0.006, 2),
+                 (c1, 'z_long', 0.006, 0.008, 3)]
+    tr.t0 = 0.0
+    ax = tr.plot(legend=2)
+    # z_long: 12 ms in all, m_mid 4 ms, a_short 3 ms
+    assert [t.get_text() for t in ax.get_legend().texts] == ['z_long', 'm_mid']
+    plt.close(ax.figure)
+
+
 def test_naive_ops_are_traced():
     with engine.engine_mode('naive'), engine.Trace() as tr:
         nd.exp(nd.ones((2,))).wait_to_read()
