@@ -128,6 +128,24 @@ print('no error here')
     assert row['detail'].startswith('block 2: no error: expected MXNetError')
 
 
+def test_gpus_as_cpus_runs_gpu_code_on_logical_cpus(tmp_path, monkeypatch):
+    (tmp_path / 'c.md').write_text('''
+```{.python .input}
+import mxnet as mx
+import d2lzh as d2l
+from mxnet import nd
+x = nd.ones((2,), ctx=mx.gpu(1))
+print(x.context, d2l.try_all_gpus())
+```
+''', encoding='utf-8')
+    monkeypatch.setitem(run.EXPECTED, 'c.md', {1: ('MXNetError', 'no GPU')})
+    row = run.run_chapter(str(tmp_path), 'c.md', timeout=120)   # as on MXNet
+    assert row['status'] == 'ran' and 'block 1 raised MXNetError' in row['detail']
+    row = run.run_chapter(str(tmp_path), 'c.md', timeout=120, gpus_as_cpus=2)
+    assert row['status'] == 'ran' and row['detail'] == '', row
+    assert row['printed'] == ['cpu(1) [cpu(0), cpu(1)]']
+
+
 def test_a_blocks_last_expression_is_shown_as_in_jupyter(tmp_path):
     (tmp_path / 'c.md').write_text('''
 ```{.python .input}
@@ -155,7 +173,12 @@ def test_report_table_and_output(tmp_path):
     path = tmp_path / 'REPORT.md'
     run.write_report(str(path), rows, argparse.Namespace(epochs=None))
     text = path.read_text(encoding='utf-8')
+    assert 'gpus-as-cpus' not in text
     assert '| a.md | 3 | ran | 1.5 |' in text
     assert '| b.md | 2 | failed: block 2: TypeError: x \\| y | 0.1 |' in text
     assert '1 of 2 chapters ran.' in text and 'epoch counts as written' in text
     assert '### a.md\n\n```\nhello\n```' in text and '### b.md' not in text
+    run.write_report(str(path), rows, argparse.Namespace(epochs=1, gpus_as_cpus=2))
+    text = path.read_text(encoding='utf-8')
+    assert '`--gpus-as-cpus 2` (`mx.gpu(i)` is `mx.cpu(i)` for i < 2)' in text
+    assert '`CLASSIC_EPOCHS=1`' in text
