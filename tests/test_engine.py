@@ -420,6 +420,12 @@ def test_dependents_carry_the_original_error(ops, threaded, first):
     arrays['w'] = arrays['z'].copyto(mx.cpu(1)) + 1     # and across devices
     x += y                                      # an in-place write poisons x
     arrays['x'] = x
+    # Let every op run before the first read.  (An op that only starts after
+    # a sync point has reported its input's error runs on the placeholder
+    # values, as in MXNet, which clears the error when it rethrows it; so
+    # without this wait `x` could be NaN at the end, depending on timing.)
+    for s in list(engine._STREAMS.values()):
+        s.wait(s.pushed)
     with pytest.raises(mx.EngineError) as info:  # whichever is read first
         arrays[first].asnumpy()
     assert info.value.op == ops['boom'].name
