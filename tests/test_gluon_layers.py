@@ -8,13 +8,7 @@ from d2lmini import autograd, init, nd
 from d2lmini.gluon import nn
 
 
-try:
-    import torch
-    import torch.nn.functional as tF
-except ImportError:             # an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason='PyTorch not installed')
+from oracles import needs_torch, tF, torch
 
 
 def rnd(*shape, seed=0):

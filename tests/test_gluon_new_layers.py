@@ -8,11 +8,7 @@ import pytest
 from d2lmini import autograd, init, nd
 from d2lmini.gluon import nn
 
-try:
-    import torch
-except ImportError:                       # pragma: no cover - optional oracle
-    torch = None
-needs_torch = pytest.mark.skipif(torch is None, reason='PyTorch is not installed')
+from oracles import needs_torch, torch
 
 
 def run(layer, x, hybridize=False):

@@ -12,12 +12,7 @@ from d2lmini.ndarray.registry import OPS
 
 from conftest import HAS_GPU
 
-try:
-    import torch
-except ImportError:             # an optional oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason='PyTorch not installed')
+from oracles import needs_torch, torch
 no_gpu_only = pytest.mark.skipif(HAS_GPU, reason='checks the no-GPU error')
 
 

@@ -8,12 +8,7 @@ import pytest
 
 from d2lmini import autograd, nd
 
-try:
-    import torch
-    import torch.nn.functional as tF
-except ImportError:                       # pragma: no cover - optional oracle
-    torch = None
-needs_torch = pytest.mark.skipif(torch is None, reason='PyTorch is not installed')
+from oracles import needs_torch, tF, torch
 
 
 def rnd(*shape, seed=0, dtype=np.float64):
