@@ -22,15 +22,19 @@ def _check_axis(name, axis, shape):
                          f"{shape}")
 
 
-@register
-class Softmax(Op):
-    """``exp(x/T) / sum(exp(x/T))`` along ``axis``, computed without overflow."""
-    name = 'softmax'
-    cases = (Case((3, 4)), Case((2, 3, 4), axis=1), Case((3, 4), temperature=2.0))
+class _AlongAxis(Op):
+    """An op that normalizes along ``axis``: same shape out, float dtype."""
 
     def infer(self, shapes, dtypes, axis=-1, temperature=None):
         _check_axis(self.name, axis, shapes[0])
         return shapes[0], _float_dtype(self.name, dtypes)
+
+
+@register
+class Softmax(_AlongAxis):
+    """``exp(x/T) / sum(exp(x/T))`` along ``axis``, computed without overflow."""
+    name = 'softmax'
+    cases = (Case((3, 4)), Case((2, 3, 4), axis=1), Case((3, 4), temperature=2.0))
 
     def forward(self, a, axis=-1, temperature=None):
         xp = _xp(a)
@@ -57,14 +61,10 @@ class Softmin(type(Softmax)):      # (register returns the instance)
 
 
 @register
-class LogSoftmax(Op):
+class LogSoftmax(_AlongAxis):
     """``log(softmax(x))`` along ``axis``, as ``x - max - log(sum(exp(x - max)))``."""
     name = 'log_softmax'
     cases = (Case((3, 4)), Case((2, 3, 4), axis=0), Case((3, 4), temperature=0.5))
-
-    def infer(self, shapes, dtypes, axis=-1, temperature=None):
-        _check_axis(self.name, axis, shapes[0])
-        return shapes[0], _float_dtype(self.name, dtypes)
 
     def forward(self, a, axis=-1, temperature=None):
         xp = _xp(a)
