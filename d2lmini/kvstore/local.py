@@ -27,16 +27,6 @@ NAMES = ('local', 'device', 'local_update_cpu', 'local_allreduce_cpu',
          'local_allreduce_device')
 
 
-def _reduce(values, ctx):
-    """The sum of ``values`` (NDArrays on any devices), as a new array on ``ctx``.
-
-    :func:`d2lmini.collectives.reduce` does the work: the naive algorithm
-    (copy everything to ``ctx``, add) for small values, the ring's
-    reduce-scatter for large ones, whichever measured faster.
-    """
-    return collectives.reduce(values, root=ctx)
-
-
 class LocalStore(KVStore):
     """A key-value store inside this process (``mx.kv.create('local')``)."""
 
@@ -74,7 +64,9 @@ class LocalStore(KVStore):
 
     def _push_key(self, key, values):
         ctx = self.reduce_context(key, values)
-        total = _reduce(values, ctx)
+        # a new array on ctx: the naive sum for small values, the ring's
+        # reduce-scatter for large ones, whichever measured faster
+        total = collectives.reduce(values, root=ctx)
         if self._updater is None:
             self._store[key] = total           # a push replaces the value
             return
