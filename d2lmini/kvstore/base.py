@@ -143,6 +143,10 @@ def create(name='local'):
     from . import local
     if name in local.NAMES:
         return local.LocalStore(name)
+    if name.startswith('dist'):
+        from .dist import store
+        if name in store.NAMES:
+            return store.DistKVStore(name)
     known = sorted(set(local.NAMES) | set(KVStoreBase.kv_registry))
     if any(name.startswith(p) for p in _LATER):
         raise KVStoreError(
