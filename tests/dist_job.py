@@ -3,13 +3,15 @@ S servers and W workers, each a process running the same script with its
 ``DMLC_*`` variables.  A free port is picked at run time, every wait is
 bounded, and every process started is killed (by pid) before returning.
 """
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, 'tests', 'dist_scripts')
@@ -23,14 +25,46 @@ def free_port():
 
 @dataclass
 class Proc:
+    """One process of the job; its output is read as it comes, by threads."""
     name: str
     popen: subprocess.Popen
-    out: str = ''
-    err: str = ''
+    lines: list = field(default_factory=list)
+    errs: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self._readers = [threading.Thread(target=self._read, args=(f, buf), daemon=True)
+                         for f, buf in ((self.popen.stdout, self.lines),
+                                        (self.popen.stderr, self.errs))]
+        for t in self._readers:
+            t.start()
+
+    @staticmethod
+    def _read(f, buf):
+        for line in f:
+            buf.append(line)
 
     @property
     def rc(self):
         return self.popen.returncode
+
+    @property
+    def out(self):
+        return ''.join(self.lines)
+
+    @property
+    def err(self):
+        return ''.join(self.errs)
+
+    def wait_for(self, text, timeout=30):
+        """Wait until a line of stdout contains ``text``; False at timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in line for line in self.lines):
+                return True
+            if self.popen.poll() is not None:
+                break
+            time.sleep(0.02)
+        return any(text in line for line in self.lines)
 
 
 def job_env(num_workers, num_servers, port, extra=None):
@@ -44,9 +78,10 @@ def job_env(num_workers, num_servers, port, extra=None):
     return env
 
 
-def start(script, num_workers, num_servers, args=(), env=None, roles=None):
-    """Start the job's processes; returns ``[Proc]`` (scheduler, servers, workers)."""
-    port = free_port()
+def start(script, num_workers, num_servers, args=(), env=None, roles=None, port=None):
+    """Start the job's processes; returns ``[Proc]`` (scheduler, servers,
+    workers, or the ``roles`` named, e.g. ``['scheduler', 'worker 1']``)."""
+    port = port or free_port()
     base = job_env(num_workers, num_servers, port, env)
     path = script if os.path.isabs(script) else os.path.join(SCRIPTS, script)
     procs = []
@@ -69,14 +104,16 @@ def finish(procs, timeout=60):
     deadline = time.monotonic() + timeout
     for p in procs:
         try:
-            p.out, p.err = p.popen.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             pass
     for p in procs:
         if p.popen.poll() is None:
             os.killpg(p.popen.pid, signal.SIGKILL)
-            p.out, p.err = p.popen.communicate()
-            p.err += '\n[killed by the test: still running at the deadline]'
+            p.popen.wait()
+            p.errs.append('\n[killed by the test: still running at the deadline]')
+        for t in p._readers:
+            t.join(timeout=5)
     return procs
 
 
@@ -86,3 +123,15 @@ def run(script, num_workers, num_servers, args=(), env=None, timeout=60):
 
 def report(procs):
     return '\n'.join(f'--- {p.name}: rc={p.rc}\n{p.out}{p.err}' for p in procs)
+
+
+@contextlib.contextmanager
+def running(script, num_workers, num_servers, args=(), env=None, timeout=60):
+    """``with running(...) as procs:`` a job that is finished (or killed) on exit."""
+    procs = start(script, num_workers, num_servers, args, env)
+    ok = False
+    try:
+        yield procs
+        ok = True
+    finally:
+        finish(procs, timeout if ok else 0)

@@ -84,9 +84,9 @@ class Config:
         r = role(env)
         if r not in ROLES:
             raise DistributedError(
-                f'DMLC_ROLE={r!r}: a distributed store needs DMLC_ROLE set to one '
-                f'of {ROLES}; start the job with python -m d2lmini.launch -n W '
-                f'-s S python your_script.py')
+                f'this process is not part of a distributed job (DMLC_ROLE='
+                f'{r!r}, not one of {ROLES}): start every process of the job '
+                f'with python -m d2lmini.launch -n W -s S python your_script.py')
         uri = env.get('DMLC_PS_ROOT_URI')
         if not uri:
             _number(env, 'DMLC_PS_ROOT_URI', str)

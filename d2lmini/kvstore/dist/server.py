@@ -186,13 +186,18 @@ class Server:
             self._fail(h.get('message', 'a node died'))
         elif op == 'left':
             self.left.add(h['rank'])
-            for (key, part), rnd in list(self.rounds.items()):
-                if h['rank'] not in rnd.pushed:
-                    self._fail(f'worker {h["rank"]} finished without pushing key '
-                               f'{key!r} while the others did (dist_sync needs '
-                               f'every worker to push every key equally often: '
-                               f'give the workers the same number of batches)')
+            for kp, rnd in list(self.rounds.items()):
+                self._check_complete(kp, rnd)
         return False
+
+    def _check_complete(self, kp, rnd):
+        """A round that waits for a worker who has finished never completes."""
+        gone = sorted(self.left - rnd.pushed)
+        if gone:
+            self._fail(f'worker {gone[0]} finished without pushing key {kp[0]!r} '
+                       f'while the others did (dist_sync needs every worker to '
+                       f'push every key equally often: give the workers the same '
+                       f'number of batches)')
 
     def _from_worker(self):
         try:
@@ -265,6 +270,7 @@ class Server:
         rnd.pushed.add(rank)
         rnd.waiting.append((ident, seq))
         if len(rnd.pushed) < self.num_worker:
+            self._check_complete(kp, rnd)
             return
         del self.rounds[kp]
         self._apply(kp, rnd.total)

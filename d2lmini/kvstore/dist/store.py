@@ -60,7 +60,10 @@ class DistKVStore(KVStore):
         super().__init__(name)
         self._sync = 'async' not in name
         self._on_devices = 'device' in name
-        self._node = connect()
+        try:
+            self._node = connect()
+        except DistributedError as e:
+            raise DistributedError(f'mx.kv.create({name!r}): {e}') from None
         self._parts = {}              # key -> partition(...)
         self._pending = {}            # key -> seqs of unanswered pushes/inits
 

@@ -46,11 +46,13 @@ def _mac(secret, frames):
 
 def pack(op, secret=None, arrays=(), **meta):
     """The frames of one message: header, array buffers[, signature]."""
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    arrays = [np.asarray(a) for a in arrays]
     header = dict(meta, v=VERSION, op=op,
                   arrays=[[a.dtype.name, list(a.shape)] for a in arrays])
     frames = [json.dumps(header, separators=(',', ':')).encode()]
-    frames += [a.reshape(-1).view(np.uint8) if a.size else b'' for a in arrays]
+    # (ascontiguousarray would turn a 0-d array into a 1-d one: reshape first)
+    frames += [np.ascontiguousarray(a.reshape(-1)).view(np.uint8) if a.size else b''
+               for a in arrays]
     if secret is not None:
         frames.append(_mac(secret, frames))
     return frames
