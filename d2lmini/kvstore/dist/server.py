@@ -91,7 +91,8 @@ class _Round:
     """The pushes of one key in the current dist_sync round."""
 
     def __init__(self, value):
-        self.total = np.array(value)          # a writable copy
+        # a received frame is ours to write: no copy unless it is read-only
+        self.total = value if value.flags.writeable else np.array(value)
         self.pushed = set()                   # worker ranks
         self.waiting = []                     # (ident, seq) to answer
 
@@ -119,6 +120,7 @@ class Server:
         self.rounds = {}                      # (key, part) -> _Round
         self.backlog = collections.defaultdict(collections.deque)
         self.left = set()                     # ranks of workers that finished
+        self.sending = collections.defaultdict(list)  # (key, part) -> trackers
         self.updater = None
         self.failure = None
         self._acked = None                    # when the scheduler last answered
@@ -127,7 +129,8 @@ class Server:
         return f'{self.name} (pid {os.getpid()} on {self.cfg.node_host})'
 
     def _send(self, ident, op, arrays=(), **meta):
-        wire.send(self.router, wire.pack(op, self.cfg.secret, arrays, **meta), to=ident)
+        return wire.send(self.router, wire.pack(op, self.cfg.secret, arrays, **meta),
+                         to=ident, track=bool(arrays))
 
     # -- the loop ------------------------------------------------------------------
     def run(self):
@@ -241,8 +244,11 @@ class Server:
         self._send(ident, 'ok', seq=h['seq'])
 
     def _op_pull(self, ident, h, arrays):
-        value = self._stored(self._kp(h)).asnumpy()
-        self._send(ident, 'value', [value], seq=h['seq'])
+        kp = self._kp(h)
+        # ZeroMQ reads the stored array in place while it sends (no copy);
+        # an update of this key first waits until it has finished (_apply)
+        tracker = self._send(ident, 'value', [self._stored(kp)._value()], seq=h['seq'])
+        self.sending[kp] = [t for t in self.sending[kp] if not t.done] + [tracker]
 
     def _op_push(self, ident, h, arrays):
         (value,) = arrays
@@ -281,11 +287,17 @@ class Server:
             self._push_sync(kp, *item)
 
     def _apply(self, kp, total):
-        stored = self.store[kp]
-        if self.updater is None:
-            self.store[kp] = _nd.array(total, ctx=cpu(0), dtype=total.dtype)
-        else:
-            self.updater(kp[0], _nd.from_numpy(np.array(total)), stored)
+        if self.updater is None:                  # the sum becomes the value
+            self.store[kp] = _nd.from_numpy(total, zero_copy=True)
+            self.sending.pop(kp, None)
+            return
+        for tracker in self.sending.pop(kp, []):  # answers still being sent
+            try:
+                tracker.wait(self.cfg.heartbeat_timeout)
+            except zmq.NotDone:
+                log.warning('%s: an answer for key %r is still unsent after '
+                            '%g s', self, kp[0], self.cfg.heartbeat_timeout)
+        self.updater(kp[0], _nd.from_numpy(total, zero_copy=True), self.store[kp])
 
     def _op_set_optimizer(self, ident, h, arrays):
         o = optimizer_from_spec(h['spec'], str if h.get('key_type') == 'str' else int)

@@ -105,9 +105,14 @@ def unpack(frames, secret=None):
     return header, arrays
 
 
-def send(sock, frames, to=None):
-    """Send ``frames`` (from :func:`pack`); ``to``: a ROUTER's peer identity."""
-    sock.send_multipart(frames if to is None else [to] + frames, copy=False)
+def send(sock, frames, to=None, track=False):
+    """Send ``frames`` (from :func:`pack`); ``to``: a ROUTER's peer identity.
+
+    With ``track``, returns a ``zmq.MessageTracker`` whose ``done`` says
+    when ZeroMQ has finished reading the arrays' memory.
+    """
+    return sock.send_multipart(frames if to is None else [to] + frames,
+                               copy=False, track=track)
 
 
 def recv(sock, secret=None, routed=False):
