@@ -266,3 +266,23 @@ def test_a_node_with_another_secret_cannot_join():
     assert worker.rc != 0 and 'did not start' in worker.err, dist_job.report(procs)
     assert 'wrong signature' in scheduler.err, dist_job.report(procs)
     assert scheduler.rc == 1 and '0 of 1 workers' in scheduler.err
+
+
+def test_every_process_writes_its_timeline(tmp_path):
+    from d2lmini.kvstore.dist import trace
+    procs = dist_job.run('train_net.py', 2, 2, args=('dist_sync', 'sgd', 'auto', 3),
+                         env={'D2LMINI_PS_TRACE': str(tmp_path),
+                              'MXNET_KVSTORE_BIGARRAY_BOUND': '20'})
+    _results(procs)
+    events = trace.load(str(tmp_path))
+    by = {}
+    for e in events:
+        assert e['t1'] >= e['t0']
+        by.setdefault(e['who'], []).append(e['what'])
+    assert set(by) == {'server 0', 'server 1', 'worker 0', 'worker 1'}
+    for w in ('worker 0', 'worker 1'):      # 4 params, 3 steps; 4 initial pulls
+        assert by[w].count('push') == 12 and by[w].count('pull') == 16
+    # both weights (40 and 24 elements > 20) are split over the two servers:
+    # 2 + 1 + 2 + 1 parts to update at each of the 3 steps
+    assert all(by[s].count('update') >= 2 * 3 for s in ('server 0', 'server 1'))
+    assert sum(by[s].count('update') for s in ('server 0', 'server 1')) == 6 * 3

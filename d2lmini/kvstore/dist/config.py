@@ -24,6 +24,8 @@ written for MXNet's ``tools/launch.py`` runs unchanged:
                                (default 120)
 ``MXNET_KVSTORE_BIGARRAY_BOUND``  arrays with more elements are split over
                                all servers (default 1000000)
+``D2LMINI_PS_TRACE``           a directory: every process writes its
+                               timeline there (:mod:`.trace`)
 =============================  ==============================================
 """
 import os
@@ -77,6 +79,7 @@ class Config:
     heartbeat_timeout: float = 10.0
     start_timeout: float = 120.0
     bigarray_bound: int = 1000000
+    trace_dir: str = None
 
     @classmethod
     def from_env(cls, env=None):
@@ -110,7 +113,8 @@ class Config:
                    heartbeat_interval=interval, heartbeat_timeout=timeout,
                    start_timeout=_number(env, 'PS_START_TIMEOUT', float, 120.0),
                    bigarray_bound=_number(env, 'MXNET_KVSTORE_BIGARRAY_BOUND', int,
-                                          1000000, low=1))
+                                          1000000, low=1),
+                   trace_dir=env.get('D2LMINI_PS_TRACE') or None)
 
     @property
     def scheduler_address(self):

@@ -35,6 +35,7 @@ from .. import states as _states
 from . import wire
 from .config import DistributedError
 from .scheduler import join
+from .trace import Tracer
 
 __all__ = ['Server', 'optimizer_spec', 'optimizer_from_spec']
 log = logging.getLogger('d2lmini.kvstore.dist')
@@ -116,6 +117,7 @@ class Server:
         info = join(cfg, self.sched, self.port)
         self.rank, self.name = info['rank'], info['node']
         self.num_worker = info['num_worker']
+        self.trace = Tracer(cfg.trace_dir, self.name)
         self.store = {}                       # (key, part) -> NDArray on cpu(0)
         self.rounds = {}                      # (key, part) -> _Round
         self.backlog = collections.defaultdict(collections.deque)
@@ -162,6 +164,7 @@ class Server:
                                f'{self.cfg.scheduler_address} has not answered '
                                f'for {now - last_ack:.0f} s')
         finally:
+            self.trace.close()
             self.router.close()
             self.sched.close()
 
@@ -211,12 +214,13 @@ class Server:
         except zmq.ZMQError as e:
             log.warning('%s: receive failed: %s', self, e)
             return
-        seq = h.get('seq')
+        seq, t0 = h.get('seq'), time.time()
         try:
             handler = getattr(self, '_op_' + h['op'], None)
             if handler is None:
                 raise DistributedError(f'unknown op {h["op"]!r}')
             handler(ident, h, arrays)
+            self.trace.record(h['op'], t0, key=h.get('key'), rank=h.get('rank'))
         except DistributedError as e:
             self._send(ident, 'error', seq=seq, message=f'{self}: {e}')
         except (KeyError, TypeError, ValueError) as e:
@@ -287,6 +291,7 @@ class Server:
             self._push_sync(kp, *item)
 
     def _apply(self, kp, total):
+        t0 = time.time()
         if self.updater is None:                  # the sum becomes the value
             self.store[kp] = _nd.from_numpy(total, zero_copy=True)
             self.sending.pop(kp, None)
@@ -298,6 +303,9 @@ class Server:
                 log.warning('%s: an answer for key %r is still unsent after '
                             '%g s', self, kp[0], self.cfg.heartbeat_timeout)
         self.updater(kp[0], _nd.from_numpy(total, zero_copy=True), self.store[kp])
+        if self.trace:
+            self.store[kp].wait_to_read()
+            self.trace.record('update', t0, key=kp[0])
 
     def _op_set_optimizer(self, ident, h, arrays):
         o = optimizer_from_spec(h['spec'], str if h.get('key_type') == 'str' else int)

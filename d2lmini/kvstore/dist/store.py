@@ -22,6 +22,7 @@ array of fewer than ``MXNET_KVSTORE_BIGARRAY_BOUND`` elements goes whole
 to server ``key * 9973 % S``; a bigger one is cut into S nearly equal parts,
 part i on server i, so every server carries 1/S of its traffic.
 """
+import time
 import zlib
 
 import numpy as np
@@ -118,15 +119,17 @@ class DistKVStore(KVStore):
 
     # -- push and pull ----------------------------------------------------------------
     def _push_key(self, key, values):
+        t0 = time.time()
         if len(values) == 1:
             total = values[0]
         else:
             root = values[0].context if self._on_devices else cpu(0)
             total = collectives.reduce(values, root=root)
         self._send(key, 'push', total.asnumpy(), sync=self._sync)
+        self._node.trace.record('push', t0, key=key)
 
     def _pull_key(self, key, outs):
-        node = self._node
+        node, t0 = self._node, time.time()
         node.wait(self._pending.pop(key, []), f'kv.push of key {key!r}')
         seqs = [node.request(server, 'pull', key=key, part=part)
                 for part, (server, _, _) in enumerate(self._parts[key])]
@@ -135,6 +138,7 @@ class DistKVStore(KVStore):
         value = value.reshape(self._meta[key][0])
         for o in outs:
             o[:] = value
+        node.trace.record('pull', t0, key=key)
 
     # -- the optimizer lives on the servers -----------------------------------------
     def set_optimizer(self, optimizer):

@@ -25,6 +25,7 @@ import zmq
 from . import wire
 from .config import Config, DistributedError
 from .scheduler import join
+from .trace import Tracer
 
 __all__ = ['connect', 'Worker']
 log = logging.getLogger('d2lmini.kvstore.dist')
@@ -54,6 +55,7 @@ class Worker:
         info = join(cfg, self.sched)
         self.rank, self.name = info['rank'], info['node']
         self.num_workers, self.num_servers = info['num_worker'], info['num_server']
+        self.trace = Tracer(cfg.trace_dir, self.name)
         self.servers = [self._dealer(f'tcp://{h}:{p}') for h, p in info['servers']]
         self.addresses = [f'{h}:{p}' for h, p in info['servers']]
         self._poller = zmq.Poller()
@@ -127,7 +129,9 @@ class Worker:
 
     def barrier(self):
         """Return once every worker has called ``barrier``."""
+        t0 = time.time()
         self.wait([self.request(None, 'barrier')], 'kv.barrier()')
+        self.trace.record('barrier', t0)
 
     # -- heartbeats (own thread, own socket) --------------------------------------
     def _heartbeat(self):
@@ -174,6 +178,7 @@ class Worker:
                         self._receive(self.sched)
         finally:
             self.closed = True
+            self.trace.close()
             self._stop.set()
             self._beat.join(timeout=2 * self.cfg.heartbeat_interval + 1)
             for s in [self.sched] + self.servers:
