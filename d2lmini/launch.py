@@ -66,8 +66,10 @@ when servers are still running ``--server-grace`` seconds (30) after the last
 worker finished, the launcher sends SIGTERM to every remaining process group,
 SIGKILL ``--kill-grace`` seconds (5) later, says why on stderr (``[launch]
 worker 1 exited with status 3``), and exits non-zero: 1 for a failed process,
-124 for the timeout, 128+N for signal N.  Processes started in ``local``
-mode are also told to terminate if the launcher itself is killed.
+124 for the timeout, 128+N for signal N.  Even when the launcher itself is
+killed (``kill -9``), Linux sends SIGTERM to what it started (local
+processes, ssh clients, mpiexec), and an ssh client's end stops its remote
+process.
 
 From Python (a notebook, a benchmark)::
 
@@ -91,7 +93,7 @@ import threading
 import time
 from collections import namedtuple
 
-__all__ = ['launch', 'main', 'LaunchResult']
+__all__ = ['launch', 'main', 'LaunchResult', 'LaunchError']
 
 LaunchResult = namedtuple('LaunchResult', 'returncode message lines')
 LaunchResult.__doc__ = """What a launch ended with: the exit status the
@@ -263,8 +265,12 @@ class _Spec:
 
 
 def _free_port(host):
+    """A port free on ``host`` now (on any address if ``host`` is not ours)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
+        try:
+            s.bind((host, 0))
+        except OSError:
+            s.bind(('', 0))
         return s.getsockname()[1]
 
 
@@ -414,8 +420,11 @@ class _Child:
             preexec_fn=_die_with_parent)
         self.pid = self.popen.pid
         if stdin_text is not None:       # kept open: closing it stops (ssh)
-            self.popen.stdin.write(stdin_text.encode())
-            self.popen.stdin.flush()
+            try:
+                self.popen.stdin.write(stdin_text.encode())
+                self.popen.stdin.flush()
+            except OSError:              # ssh died at once: poll() says how
+                pass
         self.readers = [output.pump(self.popen.stdout, self.name, 'stdout',
                                     prefix),
                         output.pump(self.popen.stderr, self.name, 'stderr',
@@ -632,12 +641,12 @@ class _Rank:
             pass
 
 
-def _mpiexec_argv(o, nprocs, wrapper):
+def _mpiexec_argv(o, nprocs):
     exe = shutil.which('mpiexec') or shutil.which('mpirun')
     if exe is None:
-        raise FileNotFoundError('--launcher mpi: no mpiexec or mpirun on '
-                                'PATH (install an MPI, e.g. `pip install '
-                                'mpich`, or use --launcher local/ssh)')
+        raise LaunchError('--launcher mpi: no mpiexec or mpirun on PATH '
+                          '(install an MPI, e.g. `pip install mpich`, or use '
+                          '--launcher local or ssh)')
     version = subprocess.run([exe, '--version'], capture_output=True,
                              text=True, timeout=30).stdout
     argv = [exe, '-n', str(nprocs)]
@@ -648,10 +657,11 @@ def _mpiexec_argv(o, nprocs, wrapper):
             else ['--oversubscribe']
     elif o.hostfile:
         argv += ['-f', o.hostfile]
-    return argv + wrapper
+    return argv
 
 
 def _start_mpi(o, specs, output):
+    mpiexec = _mpiexec_argv(o, len(specs))
     token = secrets.token_hex(16)
     here = '127.0.0.1' if not o.hosts else _address_towards(o.hosts[0][0])
     server = socket.create_server(('127.0.0.1' if not o.hosts else '', 0))
@@ -672,8 +682,11 @@ def _start_mpi(o, specs, output):
     wrapper += ['--', *o.command]
     mpi_spec = _Spec('mpiexec', 0, {})
     env = _child_env({'PYTHONUNBUFFERED': '1'})
-    mpi = _Child(mpi_spec, _mpiexec_argv(o, len(specs), wrapper), env,
-                 output, prefix=False)
+    try:
+        mpi = _Child(mpi_spec, mpiexec + wrapper, env, output, prefix=False)
+    except OSError as e:
+        server.close()
+        raise LaunchError(f'cannot start {mpiexec[0]}: {e.strerror}') from None
     mpi.name = mpi.role = 'mpiexec'
     ranks = [_Rank(s, mpi.popen) for s in specs]
     stop = threading.Event()
@@ -728,7 +741,11 @@ def _mpi_rank_main(o):
     spec = specs[int(rank)]
     spec.env['DMLC_NODE_HOST'] = _address_towards(
         spec.env['DMLC_PS_ROOT_URI'])
-    conn = socket.create_connection((host, int(port)), timeout=30)
+    try:
+        conn = socket.create_connection((host, int(port)), timeout=30)
+    except OSError as e:
+        sys.exit(f'[launch] rank {rank} cannot reach the launcher at '
+                 f'{host}:{port}: {e}')
     conn.settimeout(None)
     conn.sendall(f'hello {token} {rank}\n'.encode())
     output = _Output()
@@ -758,6 +775,23 @@ def _mpi_rank_main(o):
 
 # --------------------------------------------------------------------------
 # Entry points
+class LaunchError(RuntimeError):
+    """The job could not be started (the message says why)."""
+
+
+def _start(o, spec, output):
+    ssh = o.launcher == 'ssh' and spec.host is not None
+    argv, stdin = _ssh_argv(spec, o.command, o.kill_grace) if ssh else \
+        (_local_argv(o.command), None)
+    try:
+        if ssh:
+            return _SshChild(spec, argv, _child_env({}), output, stdin)
+        return _Child(spec, argv, _child_env(spec.env), output)
+    except OSError as e:
+        raise LaunchError(f'cannot start {spec.name}: {argv[0]}: '
+                          f'{e.strerror}') from None
+
+
 def _run(o, output):
     specs = _plan(o)
     close = None
@@ -768,13 +802,7 @@ def _run(o, output):
             if o.launcher == 'mpi':
                 procs[:], close = _start_mpi(o, specs, output)
             for spec in specs if o.launcher != 'mpi' else []:
-                if o.launcher == 'ssh' and spec.host is not None:
-                    argv, stdin = _ssh_argv(spec, o.command, o.kill_grace)
-                    procs.append(_SshChild(spec, argv, _child_env({}), output,
-                                           stdin))
-                else:
-                    procs.append(_Child(spec, _local_argv(o.command),
-                                        _child_env(spec.env), output))
+                procs.append(_start(o, spec, output))
         except BaseException:
             job.stop([p for p in procs if p.poll() is None])
             job._end(1, '')
@@ -832,7 +860,7 @@ def main(argv=None):
         return _mpi_rank_main(o)
     try:
         rc, _ = _run(o, _Output())
-    except (FileNotFoundError, ValueError) as e:
+    except (LaunchError, ValueError) as e:
         print(f'[launch] {e}', file=sys.stderr)
         return 1
     return rc

@@ -265,7 +265,7 @@ def test_defaults_follow_mxnet(tmp_path):
 
 def test_mpi_without_mpiexec_is_a_clear_error(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv('PATH', str(tmp_path))
-    assert L.main(['-n', '1', '--launcher', 'mpi', 'x']) == 1
+    assert L.main(["-n", "1", "--launcher", "mpi", "x"]) == 1
     assert 'no mpiexec or mpirun on PATH' in capsys.readouterr().err
 
 
@@ -380,3 +380,15 @@ def test_mpi_failure_stops_every_rank(tmp_path):
     assert result.returncode == 1
     assert result.message.startswith('worker 1 exited with status 3; stopping')
     _assert_all_gone(piddir, ['worker-1'])
+
+
+def test_a_command_that_cannot_start_is_a_clear_error(tmp_path, capsys):
+    assert L.main(['-n', '1', '-s', '1', str(tmp_path / 'no-such-program'),
+                   'x']) == 1
+    err = capsys.readouterr().err
+    assert f'cannot start scheduler: {tmp_path}/no-such-program: No such ' \
+        'file or directory' in err
+    # a shell line that fails is a process that fails (status 127)
+    result = L.launch(str(tmp_path / 'no-such-program'), 1, 1, echo=False,
+                      capture=True)
+    assert result.returncode == 1 and 'exited with status 127' in result.message
