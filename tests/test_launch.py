@@ -1,0 +1,394 @@
+"""``python -m d2lmini.launch``: variables, output, failure semantics, ssh, mpi.
+
+The processes are ``tests/launch_helpers/node.py``: each prints its
+variables, writes its pid to a directory, then exits / sleeps / fails as
+told.  Every test checks afterwards that none of them is left running.
+ssh runs through a fake ``ssh`` (``launch_helpers/bin/ssh``) that records its
+arguments and runs the remote command with bash on this machine.
+"""
+import json
+import os
+import pathlib
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from d2lmini import launch as L
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+NODE = str(HERE / 'launch_helpers' / 'node.py')
+FAKE_SSH_DIR = str(HERE / 'launch_helpers' / 'bin')
+
+
+# ---------------------------------------------------------------- helpers
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:                                   # a zombie is as good as gone
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
+def _pids(piddir):
+    return {p.name: int(p.read_text()) for p in pathlib.Path(piddir).iterdir()}
+
+
+def _assert_all_gone(piddir, expected=None, within=10.0):
+    """Every process that wrote its pid is gone (waiting at most ``within``
+    seconds for ones a remote watcher is still stopping)."""
+    pids = _pids(piddir)
+    if expected is not None:          # 'worker 1' wrote 'worker-1'
+        assert set(pids) >= {'scheduler-0' if n == 'scheduler' else
+                             n.replace(' ', '-') for n in expected}
+    deadline = time.monotonic() + within
+    while any(_alive(p) for p in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert {n: p for n, p in pids.items() if _alive(p)} == {}
+
+
+def _envs(lines):
+    """{prefix name: the variables node.py printed}."""
+    return {name: json.loads(text.split(' ', 1)[1]) for name, stream, text
+            in lines if stream == 'stdout' and text.startswith('env ')}
+
+
+def _run(tmp_path, *rules, n=2, s=1, **kw):
+    piddir = tmp_path / 'pids'
+    piddir.mkdir(exist_ok=True)
+    env = dict(kw.pop('env', {}), TEST_PIDDIR=str(piddir))
+    kw.setdefault('kill_grace', 2)
+    result = L.launch([sys.executable, NODE, *rules], n, s, env=env,
+                      echo=False, capture=True, timeout=kw.pop('timeout', 60),
+                      **kw)
+    return result, piddir
+
+
+def _names(n, s):
+    return ['scheduler'] * bool(s) + [f'server {i}' for i in range(s)] + \
+        [f'worker {i}' for i in range(n)]
+
+
+# ---------------------------------------------------------------- local
+def test_every_process_gets_its_role_rank_and_the_job_variables(tmp_path):
+    result, piddir = _run(tmp_path, n=3, s=2, env={'TEST_ALL': 'a:b'},
+                          env_worker={'TEST_W': '1'},
+                          env_server={'TEST_S': '2'})
+    assert (result.returncode, result.message) == (0, '')
+    envs = _envs(result.lines)
+    assert sorted(envs) == sorted(_names(3, 2))
+    ports = {e['DMLC_PS_ROOT_PORT'] for e in envs.values()}
+    assert len(ports) == 1 and 0 < int(ports.pop()) < 65536
+    for name, e in envs.items():
+        role = name.split()[0]
+        assert e['DMLC_ROLE'] == role
+        assert e['DMLC_PS_ROOT_URI'] == e['DMLC_NODE_HOST'] == '127.0.0.1'
+        assert (e['DMLC_NUM_WORKER'], e['DMLC_NUM_SERVER']) == ('3', '2')
+        assert e['DMLC_JOB_CLUSTER'] == 'local'
+        assert e['TEST_ALL'] == 'a:b'       # split at the first ':' only
+        assert e['PYTHONUNBUFFERED'] == '1'
+        assert ('TEST_W' in e) == (role == 'worker')
+        assert ('TEST_S' in e) == (role == 'server')
+        if role != 'scheduler':             # the prefix names the rank
+            assert e[f'DMLC_{role.upper()}_ID'] == name.split()[1]
+        else:
+            assert 'DMLC_WORKER_ID' not in e and 'DMLC_SERVER_ID' not in e
+    # stderr is prefixed too, line by line
+    notes = {(n, t) for n, stream, t in result.lines if stream == 'stderr'}
+    assert notes == {(n, f'note from {n.split()[0]}\n') for n in envs}
+    _assert_all_gone(piddir, _names(3, 2))
+
+
+def test_the_printed_prefix_and_a_shell_line_command(tmp_path, capfd):
+    """The CLI form: ``[worker 1] ...`` on stdout; one word is a shell line."""
+    line = f'{shlex.quote(sys.executable)} {shlex.quote(NODE)} && echo "done $DMLC_ROLE"'
+    proc = subprocess.run(
+        [sys.executable, '-m', 'd2lmini.launch', '-n', '2', '-s', '1', line],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    for name in _names(2, 1):
+        assert f'[{name}] done {name.split()[0]}' in out
+        assert f'[{name}] note from {name.split()[0]}' in proc.stderr.splitlines()
+    assert sum(line.startswith('[worker 1] env {') for line in out) == 1
+
+
+def test_one_failed_worker_stops_everyone(tmp_path):
+    result, piddir = _run(tmp_path, 'worker:1=exit:3', '*=sleep:60', n=2, s=2)
+    assert result.returncode == 1
+    assert result.message.startswith('worker 1 exited with status 3; stopping ')
+    for name in ('scheduler', 'server 0', 'server 1', 'worker 0'):
+        assert name in result.message
+    _assert_all_gone(piddir, ['worker-1', 'worker-0', 'server-1', 'scheduler-0'])
+
+
+def test_a_process_killed_by_a_signal_is_named(tmp_path):
+    result, piddir = _run(tmp_path, 'server=signal:9', '*=sleep:60', n=1, s=1)
+    assert result.returncode == 1
+    assert result.message.startswith(
+        'server 0 was killed by signal 9 (SIGKILL); stopping')
+    _assert_all_gone(piddir)
+
+
+def test_servers_are_not_killed_when_workers_finish_only_after_the_grace(tmp_path):
+    # the servers outlive the workers by 0.5 s: shorter than the grace
+    ok, piddir = _run(tmp_path, 'server=sleep:0.5', 'scheduler=sleep:0.5',
+                      server_grace=30)
+    assert (ok.returncode, ok.message) == (0, '')
+    # they never end: stopped after the grace, and said so
+    stuck, piddir = _run(tmp_path, 'server=sleep:60', 'scheduler=sleep:60',
+                         server_grace=0.3)
+    assert stuck.returncode == 1
+    assert stuck.message == ('scheduler, server 0 still running 0.3 s after '
+                             'every worker finished; stopping scheduler, '
+                             'server 0')
+    _assert_all_gone(piddir)
+
+
+def test_timeout_and_sigkill_after_the_kill_grace(tmp_path):
+    result, piddir = _run(tmp_path, 'server=stubborn', '*=sleep:60',
+                          timeout=0.5, kill_grace=0.3)
+    assert result.returncode == 124
+    assert result.message.startswith('timed out after 0.5 s; stopping ')
+    said = [t for n, s, t in result.lines if n == 'launch']
+    assert 'server 0 still running 0.3 s after SIGTERM; killing it\n' in said
+    _assert_all_gone(piddir)
+
+
+def test_leftover_processes_in_a_group_are_killed(tmp_path):
+    result, piddir = _run(tmp_path, 'worker:0=orphan', n=1, s=1)
+    assert result.returncode == 0
+    said = [t for n, s, t in result.lines if n == 'launch']
+    assert said == ['worker 0 left processes in its group; killed them\n']
+    assert 'worker-0.orphan' in _pids(piddir)
+    _assert_all_gone(piddir)
+
+
+def _start_cli(tmp_path, *rules):
+    piddir = tmp_path / 'pids'
+    piddir.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'd2lmini.launch', '-n', '2', '-s', '1',
+         '--kill-grace', '2', '--env', f'TEST_PIDDIR:{piddir}',
+         sys.executable, NODE, *rules],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    deadline = time.monotonic() + 30
+    while len(list(piddir.iterdir())) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(list(piddir.iterdir())) == 4, 'the job did not start'
+    return proc, piddir
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_to_the_launcher_stops_everything(tmp_path, sig):
+    proc, piddir = _start_cli(tmp_path, '*=sleep:60')
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + sig
+    assert f'[launch] interrupted by {sig.name}; stopping scheduler, ' \
+           'server 0, worker 0, worker 1' in err
+    _assert_all_gone(piddir)
+
+
+def test_a_killed_launcher_takes_its_children_along(tmp_path):
+    proc, piddir = _start_cli(tmp_path, '*=sleep:60')
+    proc.kill()                              # no chance to clean up
+    proc.communicate(timeout=30)
+    _assert_all_gone(piddir)                 # Linux's parent-death signal
+
+
+# ---------------------------------------------------------------- errors
+@pytest.mark.parametrize('argv,words', [
+    (['-n', '0', 'python'], ['-n/--num-workers must be at least 1']),
+    (['-n', '2', '-s', '-1', 'python'], ['-s/--num-servers', '0 or more']),
+    (['-n', '2'], ['no command given']),
+    (['-n', '2', '--'], ['no command given']),
+    (['-n', '2', '--env', 'FOO', 'python'], ['--env expects NAME:VALUE',
+                                             "'FOO'"]),
+    (['-n', '2', '--env', '1X:2', 'python'], ['not a valid']),
+    (['-n', '2', '--env', 'DMLC_ROLE:worker', 'python'],
+     ['sets DMLC_ROLE itself']),
+    (['-n', '2', '-H', '/nonexistent/hosts', 'python'],
+     ['cannot read the hostfile', '/nonexistent/hosts']),
+    (['-n', '2', '--launcher', 'ssh', 'python'], ['needs a hostfile']),
+    (['-n', '2', '--timeout', '0', 'python'], ['--timeout must be positive']),
+    (['-n', '2', '--port', '70000', 'python'], ['--port must be in']),
+])
+def test_bad_command_lines_say_what_is_wrong(argv, words, capsys):
+    assert L.main(argv) == 2
+    err = capsys.readouterr().err
+    assert 'usage: python -m d2lmini.launch' in err
+    for w in words:
+        assert w in err
+
+
+def test_bad_hostfiles_and_bad_api_arguments(tmp_path):
+    empty = tmp_path / 'empty'
+    empty.write_text('# nobody\n\n')
+    with pytest.raises(ValueError, match='lists no host'):
+        L.launch(['python'], 2, hostfile=str(empty))
+    badport = tmp_path / 'badport'
+    badport.write_text('a:22\nb:ssh\n')
+    with pytest.raises(ValueError, match=r'badport:2.*must be a number'):
+        L.launch(['python'], 2, hostfile=str(badport))
+    with pytest.raises(ValueError, match='sets DMLC_PS_ROOT_PORT itself'):
+        L.launch(['x'], 1, env={'DMLC_PS_ROOT_PORT': '1'})
+    with pytest.raises(ValueError, match='at least 1'):
+        L.launch(['python'], 0)
+
+
+def test_defaults_follow_mxnet(tmp_path):
+    o = L._options(['-n', '3', 'python', 'train.py', '--lr', '0.1'])
+    assert o.num_servers == 3                      # -s defaults to -n
+    assert o.launcher == 'local'
+    assert o.command == ['python', 'train.py', '--lr', '0.1']
+    hosts = tmp_path / 'hosts'
+    hosts.write_text('a\n')
+    assert L._options(['-n', '1', '-H', str(hosts), 'x']).launcher == 'ssh'
+    assert L._options(['-n', '1', '--port', '1234', 'x']).port == 1234
+    specs = L._plan(L._options(['-n', '1', '--port', '1234', 'x']))
+    assert {s.env['DMLC_PS_ROOT_PORT'] for s in specs} == {'1234'}
+    specs = L._plan(L._options(['-n', '2', '-s', '0', 'x']))
+    assert [s.name for s in specs] == ['worker 0', 'worker 1']
+
+
+def test_mpi_without_mpiexec_is_a_clear_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv('PATH', str(tmp_path))
+    assert L.main(["-n", "1", "--launcher", "mpi", "x"]) == 1
+    assert 'no mpiexec or mpirun on PATH' in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- ssh
+@pytest.fixture
+def fake_ssh(tmp_path, monkeypatch):
+    log = tmp_path / 'ssh-log'
+    log.mkdir()
+    monkeypatch.setenv('PATH', FAKE_SSH_DIR + os.pathsep + os.environ['PATH'])
+    monkeypatch.setenv('FAKE_SSH_LOG', str(log))
+    monkeypatch.setenv('D2LMINI_PS_SECRET', 's3cr3t')
+    hosts = tmp_path / 'hosts'
+    hosts.write_text('# two "machines"\nhostA\n\nhostB:2222   # ssh port\n')
+
+    def calls():
+        return [p.read_bytes().decode().split('\0')[:-1]
+                for p in sorted(log.iterdir())]
+    return str(hosts), calls
+
+
+def test_ssh_command_lines_and_run(tmp_path, fake_ssh):
+    hostfile, calls = fake_ssh
+    result, piddir = _run(tmp_path, n=2, s=1, hostfile=hostfile)
+    assert (result.returncode, result.message) == (0, '')
+    # scheduler on the first host, then servers and workers round-robin
+    where = {'scheduler': 'hostA', 'server 0': 'hostA', 'worker 0': 'hostB',
+             'worker 1': 'hostA'}
+    envs = _envs(result.lines)
+    assert {n: e['DMLC_NODE_HOST'] for n, e in envs.items()} == where
+    for e in envs.values():
+        assert e['DMLC_PS_ROOT_URI'] == 'hostA'
+        assert e['DMLC_JOB_CLUSTER'] == 'ssh'
+        assert e['D2LMINI_PS_SECRET'] == 's3cr3t'       # arrived ...
+    argvs = calls()
+    assert len(argvs) == 4
+    assert not any('s3cr3t' in a for argv in argvs for a in argv)  # ... unseen
+    by_role = {}
+    for argv in argvs:
+        ssh_opts, host, remote = argv[:-2], argv[-2], argv[-1]
+        assert ssh_opts == ['-o', 'StrictHostKeyChecking=no'] + \
+            (['-p', '2222'] if host == 'hostB' else [])
+        prefix = f'cd {shlex.quote(os.getcwd())} && export '
+        assert remote.startswith(prefix)
+        exports = dict(w.split('=', 1) for w in
+                       shlex.split(remote[len(prefix):].split(' && ')[0]))
+        assert exports['DMLC_NODE_HOST'] == host
+        assert exports['DMLC_PS_ROOT_URI'] == 'hostA'
+        assert exports['TEST_PIDDIR'] == str(piddir)
+        assert 'IFS= read -r D2LMINI_PS_SECRET && export D2LMINI_PS_SECRET' \
+            in remote
+        assert remote.endswith(shlex.quote(shlex.join([sys.executable, NODE]))
+                               + ' 2')                  # + the kill grace
+        name = exports['DMLC_ROLE'] + (
+            ' ' + exports.get('DMLC_WORKER_ID', exports.get('DMLC_SERVER_ID'))
+            if exports['DMLC_ROLE'] != 'scheduler' else '')
+        by_role[name] = host
+    assert by_role == where
+    _assert_all_gone(piddir, ['scheduler-0', 'server-0', 'worker-0', 'worker-1'])
+
+
+def test_ssh_failure_stops_the_remote_processes(tmp_path, fake_ssh):
+    hostfile, calls = fake_ssh
+    result, piddir = _run(tmp_path, 'worker:0=exit:3', '*=sleep:60', n=2, s=1,
+                          hostfile=hostfile)
+    assert result.returncode == 1
+    assert result.message.startswith('worker 0 exited with status 3; stopping')
+    _assert_all_gone(piddir, ['scheduler-0', 'server-0', 'worker-1'])
+
+
+def test_ssh_with_host_ip_runs_the_scheduler_here(tmp_path, fake_ssh):
+    hostfile, calls = fake_ssh
+    result, piddir = _run(tmp_path, n=1, s=1, hostfile=hostfile,
+                          host_ip='127.0.0.1')
+    assert result.returncode == 0
+    envs = _envs(result.lines)
+    assert envs['scheduler']['DMLC_PS_ROOT_URI'] == '127.0.0.1'
+    assert envs['worker 0']['DMLC_PS_ROOT_URI'] == '127.0.0.1'
+    assert len(calls()) == 2                      # server 0 and worker 0 only
+    _assert_all_gone(piddir)
+
+
+# ---------------------------------------------------------------- mpi
+needs_mpi = pytest.mark.skipif(
+    not (shutil.which('mpiexec') or shutil.which('mpirun')),
+    reason='no mpiexec on PATH (the mpich wheel has one: pip install mpich)')
+
+
+@needs_mpi
+def test_mpi_ranks_become_scheduler_servers_workers(tmp_path):
+    result, piddir = _run(tmp_path, n=2, s=2, launcher='mpi',
+                          env={'TEST_ALL': '1'})
+    assert (result.returncode, result.message) == (0, '')
+    envs = {}        # the wrappers print '[name] ...' through mpiexec
+    for name, stream, text in result.lines:
+        if stream == 'stdout' and ' env {' in text:
+            prefix, body = text.split(' env ', 1)
+            envs[prefix.strip('[]')] = json.loads(body)
+    assert sorted(envs) == sorted(_names(2, 2))
+    for name, e in envs.items():
+        assert e['DMLC_ROLE'] == name.split()[0]
+        assert e['DMLC_JOB_CLUSTER'] == 'mpi' and e['TEST_ALL'] == '1'
+        assert e['DMLC_PS_ROOT_URI'] == e['DMLC_NODE_HOST'] == '127.0.0.1'
+        if name != 'scheduler':
+            assert e[f'DMLC_{e["DMLC_ROLE"].upper()}_ID'] == name.split()[1]
+    _assert_all_gone(piddir)
+
+
+@needs_mpi
+def test_mpi_failure_stops_every_rank(tmp_path):
+    result, piddir = _run(tmp_path, 'worker:1=exit:3', '*=sleep:60', n=2, s=1,
+                          launcher='mpi')
+    assert result.returncode == 1
+    assert result.message.startswith('worker 1 exited with status 3; stopping')
+    _assert_all_gone(piddir, ['worker-1'])
+
+
+def test_a_command_that_cannot_start_is_a_clear_error(tmp_path, capsys):
+    assert L.main(['-n', '1', '-s', '1', str(tmp_path / 'no-such-program'),
+                   'x']) == 1
+    err = capsys.readouterr().err
+    assert f'cannot start scheduler: {tmp_path}/no-such-program: No such ' \
+        'file or directory' in err
+    # a shell line that fails is a process that fails (status 127)
+    result = L.launch(str(tmp_path / 'no-such-program'), 1, 1, echo=False,
+                      capture=True)
+    assert result.returncode == 1 and 'exited with status 127' in result.message
