@@ -334,7 +334,9 @@ class Host:
                             "['python', 'server.py'], not one string")
         kwargs.setdefault('stdin', subprocess.DEVNULL)
         kwargs['start_new_session'] = True
-        proc = subprocess.Popen(['ip', 'netns', 'exec', self.netns, *argv],
+        # The full path of ip: a caller's env need not have a PATH.
+        ip = shutil.which('ip') or 'ip'
+        proc = subprocess.Popen([ip, 'netns', 'exec', self.netns, *argv],
                                 env=env, **kwargs)
         self._hosts._procs.append(proc)
         return proc
