@@ -133,6 +133,13 @@ def test_dist_sync_closed_form(W, S):
             assert lo == hi == expect, (k, lo, hi, expect)
 
 
+def test_servers_started_by_the_explicit_entry_point():
+    procs = dist_job.finish(dist_job.start('closed_form.py', 2, 2, args=('dist_sync', 1, 10),
+                                           module=True))
+    for r in _results(procs):
+        assert r['plain_ok'] and r['values']['3'] == [3 - 0.5 * 3] * 2
+
+
 def test_dist_sync_device_sums_the_workers_devices_first():
     procs = dist_job.run('closed_form.py', 2, 2, args=('dist_sync_device', 2, 2000),
                          env={'MXNET_KVSTORE_BIGARRAY_BOUND': '1000',
@@ -286,3 +293,13 @@ def test_every_process_writes_its_timeline(tmp_path):
     # 2 + 1 + 2 + 1 parts to update at each of the 3 steps
     assert all(by[s].count('update') >= 2 * 3 for s in ('server 0', 'server 1'))
     assert sum(by[s].count('update') for s in ('server 0', 'server 1')) == 6 * 3
+
+
+def test_a_deadlock_between_live_workers_is_reported():
+    procs = dist_job.run('deadlock.py', 2, 1, env={'PS_HEARTBEAT_TIMEOUT': '1'},
+                         timeout=30)
+    workers = [p for p in procs if p.name.startswith('worker')]
+    assert all(p.rc == 3 for p in workers), dist_job.report(procs)
+    for p in workers:
+        assert 'deadlock' in p.err and 'worker 0 in kv.barrier()' in p.err
+        assert "worker 1 in kv.push of key 0" in p.err

@@ -64,6 +64,7 @@ class Worker:
         self._seq = itertools.count()
         self._replies = {}                  # seq -> (header, arrays)
         self.failure = None                 # set by any thread; raised by waits
+        self.waiting = None                 # (what, since): told in heartbeats
         self.closed = False
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True,
@@ -98,12 +99,16 @@ class Worker:
         scheduler within ``PS_HEARTBEAT_TIMEOUT``).
         """
         missing = [s for s in seqs if s not in self._replies]
-        while missing:
-            self._check()
-            for sock, _ in self._poller.poll(100):
-                while sock.poll(0):
-                    self._receive(sock)
-            missing = [s for s in missing if s not in self._replies]
+        self.waiting = (what, time.monotonic()) if missing else None
+        try:
+            while missing:
+                self._check()
+                for sock, _ in self._poller.poll(100):
+                    while sock.poll(0):
+                        self._receive(sock)
+                missing = [s for s in missing if s not in self._replies]
+        finally:
+            self.waiting = None
         out = [self._replies.pop(s) for s in seqs]
         for h, _ in out:
             if h['op'] == 'error':
@@ -140,7 +145,10 @@ class Worker:
         last_ack = time.monotonic()
         try:
             while not self._stop.is_set():
-                wire.send(sock, wire.pack('hb', self.cfg.secret, node=self.name))
+                waiting = self.waiting
+                info = {} if waiting is None else \
+                    {'waiting': waiting[0], 'for_s': time.monotonic() - waiting[1]}
+                wire.send(sock, wire.pack('hb', self.cfg.secret, node=self.name, **info))
                 deadline = time.monotonic() + interval
                 while time.monotonic() < deadline and not self._stop.is_set():
                     if not sock.poll(50):
