@@ -129,6 +129,7 @@ def test_dist_sync_closed_form(W, S):
     assert sorted(r['rank'] for r in results) == list(range(W))
     for r in results:
         assert r['num_workers'] == W and r['plain_ok']
+        assert set(r['values']) == {'3', '5', '9'}          # 9: a float16 key
         for k, (lo, hi) in r['values'].items():
             assert lo == hi == expect, (k, lo, hi, expect)
 
@@ -148,8 +149,7 @@ def test_dist_sync_device_sums_the_workers_devices_first():
     total = 2 * 3
     for r in _results(procs):
         assert r['plain_ok']
-        assert r['values'] == {'3': [total - 2 * 0.5 * total] * 2,
-                               '5': [total - 2 * 0.5 * total] * 2}
+        assert r['values'] == {k: [total - 2 * 0.5 * total] * 2 for k in '359'}
 
 
 def test_dist_async_updates_at_every_push():
@@ -161,8 +161,7 @@ def test_dist_async_updates_at_every_push():
     total = 3 * 4 / 2
     for r in _results(procs):
         assert r['plain_ok'] is None
-        assert r['values'] == {'3': [1 - rounds * 0.5 * total] * 2,
-                               '5': [1 - rounds * 0.5 * total] * 2}
+        assert r['values'] == {k: [1 - rounds * 0.5 * total] * 2 for k in '359'}
 
 
 # -- the Trainer ---------------------------------------------------------------------

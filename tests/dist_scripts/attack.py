@@ -26,7 +26,7 @@ if kv.rank == 0:
         with socket.create_connection((host, int(port)), timeout=5) as s:
             s.sendall(np.random.RandomState(0).bytes(4096))
         d = ctx.socket(zmq.DEALER)
-        d.setsockopt(zmq.LINGER, 1000)
+        d.setsockopt(zmq.LINGER, 10000)   # deliver, even on a busy machine
         d.connect(f'tcp://{address}')
         d.send_multipart([b'\xff\xfe garbage'])
         d.send_multipart([json.dumps([1, 2, 3]).encode()])
