@@ -43,6 +43,13 @@ NAMES = ('dist_sync', 'dist_async', 'dist_sync_device', 'dist_device_sync',
          'dist_device_async', 'dist_async_device', 'dist')
 
 
+def _host(a):
+    """The values of NDArray ``a`` as a NumPy array, without a copy when it
+    lives in host memory (waits for its pending writes)."""
+    v = a._value()
+    return v if isinstance(v, np.ndarray) else a.asnumpy()
+
+
 def partition(key, size, num_servers, bound):
     """``[(server, start, stop)]``: where the flat elements of ``key`` live."""
     if size < bound or num_servers == 1:
@@ -108,7 +115,8 @@ class DistKVStore(KVStore):
                                      self._node.num_servers,
                                      self._node.cfg.bigarray_bound)
         if self.rank == 0:
-            self._send(key, 'init', value.asnumpy())
+            self._send(key, 'init', _host(value))
+            self._node.flush()
 
     def _send(self, key, op, flat, **meta):
         flat = flat.reshape(-1)
@@ -125,7 +133,11 @@ class DistKVStore(KVStore):
         else:
             root = values[0].context if self._on_devices else cpu(0)
             total = collectives.reduce(values, root=root)
-        self._send(key, 'push', total.asnumpy(), sync=self._sync)
+        # sent from the array's own memory (a GPU array: from a host copy);
+        # the push returns once ZeroMQ has read it all, so the caller may
+        # write the array again (as after an engine op has read it)
+        self._send(key, 'push', _host(total), sync=self._sync)
+        self._node.flush()
         self._node.trace.record('push', t0, key=key)
 
     def _pull_key(self, key, outs):
@@ -135,7 +147,8 @@ class DistKVStore(KVStore):
                 for part, (server, _, _) in enumerate(self._parts[key])]
         parts = [arrays[0] for _, arrays in node.wait(seqs, f'kv.pull of key {key!r}')]
         value = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        value = value.reshape(self._meta[key][0])
+        # a received frame is writable memory of ours: share it, copy once
+        value = _nd.from_numpy(np.ascontiguousarray(value).reshape(self._meta[key][0]))
         for o in outs:
             o[:] = value
         node.trace.record('pull', t0, key=key)
