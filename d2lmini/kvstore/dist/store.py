@@ -137,21 +137,33 @@ class DistKVStore(KVStore):
         # the push returns once ZeroMQ has read it all, so the caller may
         # write the array again (as after an engine op has read it)
         self._send(key, 'push', _host(total), sync=self._sync)
-        self._node.flush()
         self._node.trace.record('push', t0, key=key)
 
+    def _push_keys(self, pairs):
+        super()._push_keys(pairs)
+        self._node.flush()
+
     def _pull_key(self, key, outs):
+        self._pull_keys([(key, outs)])
+
+    def _pull_keys(self, pairs):
+        # every request leaves before the first answer is awaited, so the
+        # round trips of many keys overlap
         node, t0 = self._node, time.time()
-        node.wait(self._pending.pop(key, []), f'kv.push of key {key!r}')
-        seqs = [node.request(server, 'pull', key=key, part=part)
-                for part, (server, _, _) in enumerate(self._parts[key])]
-        parts = [arrays[0] for _, arrays in node.wait(seqs, f'kv.pull of key {key!r}')]
-        value = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        # a received frame is writable memory of ours: share it, copy once
-        value = _nd.from_numpy(np.ascontiguousarray(value).reshape(self._meta[key][0]))
-        for o in outs:
-            o[:] = value
-        node.trace.record('pull', t0, key=key)
+        node.wait([s for k, _ in pairs for s in self._pending.pop(k, [])],
+                  f'kv.push of keys {[k for k, _ in pairs]}')
+        asked = [(k, outs, [node.request(server, 'pull', key=k, part=part)
+                            for part, (server, _, _) in enumerate(self._parts[k])])
+                 for k, outs in pairs]
+        for key, outs, seqs in asked:
+            parts = [a[0] for _, a in node.wait(seqs, f'kv.pull of key {key!r}')]
+            value = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            # a received frame is writable memory of ours: share it, copy once
+            value = _nd.from_numpy(np.ascontiguousarray(value).reshape(self._meta[key][0]))
+            for o in outs:
+                o[:] = value
+            node.trace.record('pull', t0, key=key)
+            t0 = time.time()
 
     # -- the optimizer lives on the servers -----------------------------------------
     def set_optimizer(self, optimizer):
