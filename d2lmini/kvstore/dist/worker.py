@@ -132,16 +132,22 @@ class Worker:
                 raise DistributedError(f'{what} failed on {self}: {h.get("message")}')
         return out
 
-    def _receive(self, sock):
+    def _read(self, sock):
+        """One message: ``(header, arrays)``, or None when it was rejected.
+        News of a dead node (from the scheduler) becomes ``self.failure``."""
         try:
             _, h, arrays = wire.recv(sock, self.cfg.secret)
         except wire.BadMessage as e:
             log.warning('%s: rejected a message: %s', self, e)
-            return
+            return None
         if h['op'] == 'dead':
             self.failure = h.get('message', 'a node died')
-        elif h.get('seq') is not None:
-            self._replies[h['seq']] = (h, arrays)
+        return h, arrays
+
+    def _receive(self, sock):
+        got = self._read(sock)
+        if got is not None and got[0]['op'] != 'dead' and got[0].get('seq') is not None:
+            self._replies[got[0]['seq']] = got
 
     def _check(self):
         if self.failure is not None:
@@ -168,17 +174,9 @@ class Worker:
                 wire.send(sock, wire.pack('hb', self.cfg.secret, node=self.name, **info))
                 deadline = time.monotonic() + interval
                 while time.monotonic() < deadline and not self._stop.is_set():
-                    if not sock.poll(50):
-                        continue
-                    try:
-                        _, h, _ = wire.recv(sock, self.cfg.secret)
-                    except wire.BadMessage as e:
-                        log.warning('%s: rejected a message: %s', self, e)
-                        continue
-                    if h['op'] == 'hb_ok':
+                    got = self._read(sock) if sock.poll(50) else None
+                    if got is not None and got[0]['op'] == 'hb_ok':
                         last_ack = time.monotonic()
-                    elif h['op'] == 'dead':
-                        self.failure = h.get('message', 'a node died')
                 silent = time.monotonic() - last_ack
                 if silent > timeout and self.failure is None:
                     self.failure = (f'the scheduler at {self.cfg.scheduler_address} '
