@@ -100,6 +100,17 @@ def test_config_from_env_and_its_errors():
             config.Config.from_env(dict(env, **change))
 
 
+def test_only_a_scheduler_or_server_serves_on_import():
+    py = ['/usr/bin/python3']
+    assert config.serves_on_import({'DMLC_ROLE': 'server'}, py + ['train.py'])
+    assert config.serves_on_import({'DMLC_ROLE': 'scheduler'}, py + ['-c', 'x'])
+    assert not config.serves_on_import({'DMLC_ROLE': 'worker'}, py + ['train.py'])
+    assert not config.serves_on_import({}, py + ['train.py'])
+    # the launcher, run from a shell that still has DMLC_ROLE set
+    assert not config.serves_on_import({'DMLC_ROLE': 'server'},
+                                       py + ['-m', 'd2lmini.launch', '-n', '2'])
+
+
 def test_optimizer_travels_as_data():
     from d2lmini.kvstore.dist.server import optimizer_from_spec, optimizer_spec
     o = mx.optimizer.Adam(learning_rate=0.01, wd=0.1, beta1=0.8, clip_gradient=2.0,
@@ -305,3 +316,13 @@ def test_a_deadlock_between_live_workers_is_reported():
     for p in workers:
         assert 'deadlock' in p.err and 'worker 0 in kv.barrier()' in p.err
         assert "worker 1 in kv.push of keys [0]" in p.err
+
+
+def test_a_worker_that_raises_stops_the_job_at_once_naming_the_error():
+    procs = dist_job.run('crash.py', 2, 1, env={'PS_HEARTBEAT_TIMEOUT': '30'},
+                         timeout=25)      # long heartbeats: only the news can stop it
+    w0, w1 = procs[-2], procs[-1]
+    assert w1.rc == 1 and 'the data file is corrupt' in w1.err, dist_job.report(procs)
+    assert w0.rc == 3, dist_job.report(procs)
+    assert 'worker 1' in w0.err and 'ValueError: the data file is corrupt' in w0.err
+    assert procs[0].rc == 1 and procs[1].rc == 1

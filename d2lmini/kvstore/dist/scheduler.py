@@ -169,6 +169,10 @@ class Scheduler:
                 for i, seq in self.waiting:
                     self._send(i, 'ok', seq=seq)
                 self.waiting = []
+        elif op == 'abort':
+            node.done = True
+            self._send(ident, 'ok', seq=h.get('seq'))
+            self._fail(f'{node} failed: {h.get("message")}')
         elif op == 'bye':
             node.done = True
             self._send(ident, 'ok', seq=h.get('seq'))

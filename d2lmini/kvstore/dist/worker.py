@@ -17,6 +17,7 @@ import atexit
 import itertools
 import logging
 import os
+import sys
 import threading
 import time
 
@@ -44,6 +45,13 @@ def connect(cfg=None):
                 f"'import d2lmini')")
         _worker = Worker(cfg)
         atexit.register(_worker.close)
+        _previous_hook = sys.excepthook
+
+        def hook(kind, value, tb):      # a worker that dies of an exception
+            if _worker is not None:     # says so, instead of goodbye
+                _worker.crashed = f'{kind.__name__}: {value}'
+            _previous_hook(kind, value, tb)
+        sys.excepthook = hook
     return _worker
 
 
@@ -66,6 +74,7 @@ class Worker:
         self._unsent = []                   # trackers of arrays being sent
         self.failure = None                 # set by any thread; raised by waits
         self.waiting = None                 # (what, since): told in heartbeats
+        self.crashed = None                 # the uncaught exception, at exit
         self.closed = False
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True,
@@ -188,12 +197,15 @@ class Worker:
     # -- the end -----------------------------------------------------------------------
     def close(self):
         """Say goodbye to the scheduler (when every worker has, the servers
-        stop) and close the sockets.  Called at exit; safe to call twice."""
+        stop) and close the sockets.  Called at exit; safe to call twice.
+        After an uncaught exception it says that instead, and the scheduler
+        stops the job at once, naming this worker and the exception."""
         if self.closed:
             return
         try:
             if self.failure is None:
-                seq = self.request(None, 'bye')
+                seq = self.request(None, 'bye') if self.crashed is None else \
+                    self.request(None, 'abort', message=self.crashed)
                 deadline = time.monotonic() + self.cfg.heartbeat_timeout
                 while seq not in self._replies and self.failure is None and \
                         time.monotonic() < deadline:
