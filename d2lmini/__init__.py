@@ -54,6 +54,6 @@ def __getattr__(name):
 # ``python -m d2lmini.launch``) runs its loop here, on import, and exits, as
 # MXNet does: one script serves every role of the job.
 from .kvstore.dist import config as _dist_config
-if _dist_config.role() in ('scheduler', 'server'):
+if _dist_config.serves_on_import():
     from .kvstore.dist import run_role_and_exit
     run_role_and_exit()

@@ -78,9 +78,12 @@ def job_env(num_workers, num_servers, port, extra=None):
     return env
 
 
-def start(script, num_workers, num_servers, args=(), env=None, roles=None, port=None):
+def start(script, num_workers, num_servers, args=(), env=None, roles=None, port=None,
+          module=False):
     """Start the job's processes; returns ``[Proc]`` (scheduler, servers,
-    workers, or the ``roles`` named, e.g. ``['scheduler', 'worker 1']``)."""
+    workers, or the ``roles`` named, e.g. ``['scheduler', 'worker 1']``).
+    ``module``: the scheduler and servers run ``python -m d2lmini.kvstore.dist``
+    instead of the script."""
     port = port or free_port()
     base = job_env(num_workers, num_servers, port, env)
     path = script if os.path.isabs(script) else os.path.join(SCRIPTS, script)
@@ -92,8 +95,11 @@ def start(script, num_workers, num_servers, args=(), env=None, roles=None, port=
         e = dict(base, DMLC_ROLE=role)
         if rank:
             e['DMLC_WORKER_ID' if role == 'worker' else 'DMLC_SERVER_ID'] = rank
+        argv = [sys.executable, path, *map(str, args)]
+        if module and role != 'worker':
+            argv = [sys.executable, '-m', 'd2lmini.kvstore.dist']
         procs.append(Proc(name, subprocess.Popen(
-            [sys.executable, path, *map(str, args)], env=e, cwd=ROOT,
+            argv, env=e, cwd=ROOT,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True)))
     return procs

@@ -100,6 +100,17 @@ def test_config_from_env_and_its_errors():
             config.Config.from_env(dict(env, **change))
 
 
+def test_only_a_scheduler_or_server_serves_on_import():
+    py = ['/usr/bin/python3']
+    assert config.serves_on_import({'DMLC_ROLE': 'server'}, py + ['train.py'])
+    assert config.serves_on_import({'DMLC_ROLE': 'scheduler'}, py + ['-c', 'x'])
+    assert not config.serves_on_import({'DMLC_ROLE': 'worker'}, py + ['train.py'])
+    assert not config.serves_on_import({}, py + ['train.py'])
+    # the launcher, run from a shell that still has DMLC_ROLE set
+    assert not config.serves_on_import({'DMLC_ROLE': 'server'},
+                                       py + ['-m', 'd2lmini.launch', '-n', '2'])
+
+
 def test_optimizer_travels_as_data():
     from d2lmini.kvstore.dist.server import optimizer_from_spec, optimizer_spec
     o = mx.optimizer.Adam(learning_rate=0.01, wd=0.1, beta1=0.8, clip_gradient=2.0,
@@ -129,8 +140,16 @@ def test_dist_sync_closed_form(W, S):
     assert sorted(r['rank'] for r in results) == list(range(W))
     for r in results:
         assert r['num_workers'] == W and r['plain_ok']
+        assert set(r['values']) == {'3', '5', '9'}          # 9: a float16 key
         for k, (lo, hi) in r['values'].items():
             assert lo == hi == expect, (k, lo, hi, expect)
+
+
+def test_servers_started_by_the_explicit_entry_point():
+    procs = dist_job.finish(dist_job.start('closed_form.py', 2, 2, args=('dist_sync', 1, 10),
+                                           module=True))
+    for r in _results(procs):
+        assert r['plain_ok'] and r['values']['3'] == [3 - 0.5 * 3] * 2
 
 
 def test_dist_sync_device_sums_the_workers_devices_first():
@@ -141,8 +160,7 @@ def test_dist_sync_device_sums_the_workers_devices_first():
     total = 2 * 3
     for r in _results(procs):
         assert r['plain_ok']
-        assert r['values'] == {'3': [total - 2 * 0.5 * total] * 2,
-                               '5': [total - 2 * 0.5 * total] * 2}
+        assert r['values'] == {k: [total - 2 * 0.5 * total] * 2 for k in '359'}
 
 
 def test_dist_async_updates_at_every_push():
@@ -154,8 +172,7 @@ def test_dist_async_updates_at_every_push():
     total = 3 * 4 / 2
     for r in _results(procs):
         assert r['plain_ok'] is None
-        assert r['values'] == {'3': [1 - rounds * 0.5 * total] * 2,
-                               '5': [1 - rounds * 0.5 * total] * 2}
+        assert r['values'] == {k: [1 - rounds * 0.5 * total] * 2 for k in '359'}
 
 
 # -- the Trainer ---------------------------------------------------------------------
@@ -275,14 +292,37 @@ def test_every_process_writes_its_timeline(tmp_path):
                               'MXNET_KVSTORE_BIGARRAY_BOUND': '20'})
     _results(procs)
     events = trace.load(str(tmp_path))
-    by = {}
+    by, updated = {}, {}
     for e in events:
         assert e['t1'] >= e['t0']
         by.setdefault(e['who'], []).append(e['what'])
+        if e['what'] == 'update':           # one fused update: many keys
+            updated.setdefault(e['who'], []).extend(e['keys'])
     assert set(by) == {'server 0', 'server 1', 'worker 0', 'worker 1'}
     for w in ('worker 0', 'worker 1'):      # 4 params, 3 steps; 4 initial pulls
         assert by[w].count('push') == 12 and by[w].count('pull') == 16
     # both weights (40 and 24 elements > 20) are split over the two servers:
     # 2 + 1 + 2 + 1 parts to update at each of the 3 steps
-    assert all(by[s].count('update') >= 2 * 3 for s in ('server 0', 'server 1'))
-    assert sum(by[s].count('update') for s in ('server 0', 'server 1')) == 6 * 3
+    assert sorted(updated['server 0'] + updated['server 1']) == \
+        sorted([0, 0, 1, 2, 2, 3] * 3)
+    assert updated['server 0'].count(0) == updated['server 1'].count(0) == 3
+
+
+def test_a_deadlock_between_live_workers_is_reported():
+    procs = dist_job.run('deadlock.py', 2, 1, env={'PS_HEARTBEAT_TIMEOUT': '1'},
+                         timeout=30)
+    workers = [p for p in procs if p.name.startswith('worker')]
+    assert all(p.rc == 3 for p in workers), dist_job.report(procs)
+    for p in workers:
+        assert 'deadlock' in p.err and 'worker 0 in kv.barrier()' in p.err
+        assert "worker 1 in kv.push of keys [0]" in p.err
+
+
+def test_a_worker_that_raises_stops_the_job_at_once_naming_the_error():
+    procs = dist_job.run('crash.py', 2, 1, env={'PS_HEARTBEAT_TIMEOUT': '30'},
+                         timeout=25)      # long heartbeats: only the news can stop it
+    w0, w1 = procs[-2], procs[-1]
+    assert w1.rc == 1 and 'the data file is corrupt' in w1.err, dist_job.report(procs)
+    assert w0.rc == 3, dist_job.report(procs)
+    assert 'worker 1' in w0.err and 'ValueError: the data file is corrupt' in w0.err
+    assert procs[0].rc == 1 and procs[1].rc == 1

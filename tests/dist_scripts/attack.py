@@ -19,6 +19,7 @@ from d2lmini import nd
 
 kv = mx.kv.create('dist_sync')
 kv.init(7, nd.zeros((10,)))
+dealers = []      # kept open to the end: a ROUTER drops what a closed peer left
 if kv.rank == 0:
     ctx = zmq.Context.instance()
     for address in kv._node.addresses:
@@ -26,7 +27,7 @@ if kv.rank == 0:
         with socket.create_connection((host, int(port)), timeout=5) as s:
             s.sendall(np.random.RandomState(0).bytes(4096))
         d = ctx.socket(zmq.DEALER)
-        d.setsockopt(zmq.LINGER, 1000)
+        d.setsockopt(zmq.LINGER, 10000)   # deliver, even on a busy machine
         d.connect(f'tcp://{address}')
         d.send_multipart([b'\xff\xfe garbage'])
         d.send_multipart([json.dumps([1, 2, 3]).encode()])
@@ -39,10 +40,13 @@ if kv.rank == 0:
                                           'key': 7, 'part': 0, 'rank': 0,
                                           'arrays': [['float32', [10]]]}).encode(),
                               np.full(10, 1000, np.float32).tobytes()])
-        d.close()
+        dealers.append(d)
 kv.barrier()
 out = nd.zeros((10,))
 kv.pushpull(7, nd.ones((10,)) * (kv.rank + 1), out=out)
 expect = kv.num_workers * (kv.num_workers + 1) / 2
 print('values ok' if np.all(out.asnumpy() == expect) else f'values WRONG {out}',
       flush=True)
+kv.barrier()      # every server has long read the garbage: now it may go
+for d in dealers:
+    d.close()

@@ -17,18 +17,20 @@ from d2lmini import nd
 kvtype, rounds, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 devices = [mx.cpu(i) for i in range(int(os.environ.get('CLOSED_FORM_DEVICES', 1)))]
 kv = mx.kv.create(kvtype)
-shapes = {3: (2, 3), 5: (big,)}          # key 5: split over the servers when big
-kv.init(list(shapes), [nd.ones(s) for s in shapes.values()])
+shapes = {3: (2, 3), 5: (big,), 9: (3, 2)}   # key 5: split over the servers when big
+dtypes = {3: 'float32', 5: 'float32', 9: 'float16'}
+kv.init(list(shapes), [nd.ones(s, dtype=dtypes[k]) for k, s in shapes.items()])
 r = kv.rank
 
 
 def push_all():
     for k, s in shapes.items():
-        kv.push(k, [nd.ones(s, ctx=c) * (r + 1) for c in devices])
+        kv.push(k, [nd.ones(s, ctx=c, dtype=dtypes[k]) * (r + 1) for c in devices])
 
 
 def pull_all():
-    outs = {k: [nd.zeros(s, ctx=c) for c in devices] for k, s in shapes.items()}
+    outs = {k: [nd.zeros(s, ctx=c, dtype=dtypes[k]) for c in devices]
+            for k, s in shapes.items()}
     for k in shapes:
         kv.pull(k, out=outs[k])
     for k in shapes:                     # every device got the same value

@@ -29,6 +29,7 @@ written for MXNet's ``tools/launch.py`` runs unchanged:
 =============================  ==============================================
 """
 import os
+import sys
 from dataclasses import dataclass
 
 from ...base import MXNetError
@@ -45,6 +46,15 @@ class DistributedError(MXNetError, RuntimeError):
 def role(env=None):
     """This process's ``DMLC_ROLE`` (None outside a distributed job)."""
     return (os.environ if env is None else env).get('DMLC_ROLE') or None
+
+
+def serves_on_import(env=None, argv=None):
+    """Whether ``import d2lmini`` runs a scheduler's or server's loop here:
+    ``DMLC_ROLE`` says so, and this is not the launcher itself started from
+    a shell where ``DMLC_ROLE`` was left set."""
+    argv = list(getattr(sys, 'orig_argv', []) if argv is None else argv)
+    launcher = '-m' in argv[1:3] and 'd2lmini.launch' in argv[2:4]
+    return role(env) in ('scheduler', 'server') and not launcher
 
 
 def _number(env, name, kind, default=None, low=None):

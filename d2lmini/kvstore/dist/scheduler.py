@@ -30,6 +30,7 @@ class _Node:
         self.ident, self.role, self.host, self.port = ident, role, host, port
         self.pid, self.wish, self.rank = pid, wish, None
         self.hb_ident = None          # a worker heartbeats from its own socket
+        self.waiting = None           # (what, since): a worker blocked in a call
         self.last_seen = time.monotonic()
         self.done = False
 
@@ -121,12 +122,21 @@ class Scheduler:
                 f'DMLC_NUM_WORKER/SERVER?')
 
     def _check_heartbeats(self, now):
+        timeout = self.cfg.heartbeat_timeout
         for n in self.servers + self.workers:
-            if not n.done and now - n.last_seen > self.cfg.heartbeat_timeout:
+            if not n.done and now - n.last_seen > timeout:
                 self._fail(f'{n} sent no heartbeat for '
                            f'{now - n.last_seen:.0f} s (PS_HEARTBEAT_TIMEOUT='
-                           f'{self.cfg.heartbeat_timeout:g}): it died or hangs; '
+                           f'{timeout:g}): it died or hangs; '
                            f'the job cannot go on without it')
+        # every worker alive, and every one blocked for long: nobody will
+        # ever push what the others wait for (MXNet would hang here)
+        live = [w for w in self.workers if not w.done]
+        if live and all(w.waiting and now - w.waiting[1] > 2 * timeout for w in live):
+            waits = '; '.join(f'worker {w.rank} in {w.waiting[0]}' for w in live)
+            self._fail(f'deadlock: every worker has been waiting for more than '
+                       f'{2 * timeout:g} s ({waits}): in dist_sync every worker '
+                       f'must push the same keys and call barrier() equally often')
 
     def _receive(self):
         try:
@@ -148,15 +158,21 @@ class Scheduler:
         if node is None:
             log.warning('scheduler: %r from an unknown node ignored', op)
             return
-        node.last_seen = time.monotonic()
+        node.last_seen = now = time.monotonic()
         if op == 'hb':
             self._send(ident, 'hb_ok')
+            w = h.get('waiting')
+            node.waiting = None if w is None else (w, now - float(h.get('for_s', 0)))
         elif op == 'barrier':
             self.waiting.append((ident, h.get('seq')))
             if len(self.waiting) == len(self.workers):
                 for i, seq in self.waiting:
                     self._send(i, 'ok', seq=seq)
                 self.waiting = []
+        elif op == 'abort':
+            node.done = True
+            self._send(ident, 'ok', seq=h.get('seq'))
+            self._fail(f'{node} failed: {h.get("message")}')
         elif op == 'bye':
             node.done = True
             self._send(ident, 'ok', seq=h.get('seq'))

@@ -17,6 +17,7 @@ import atexit
 import itertools
 import logging
 import os
+import sys
 import threading
 import time
 
@@ -44,6 +45,13 @@ def connect(cfg=None):
                 f"'import d2lmini')")
         _worker = Worker(cfg)
         atexit.register(_worker.close)
+        _previous_hook = sys.excepthook
+
+        def hook(kind, value, tb):      # a worker that dies of an exception
+            if _worker is not None:     # says so, instead of goodbye
+                _worker.crashed = f'{kind.__name__}: {value}'
+            _previous_hook(kind, value, tb)
+        sys.excepthook = hook
     return _worker
 
 
@@ -63,7 +71,10 @@ class Worker:
             self._poller.register(s, zmq.POLLIN)
         self._seq = itertools.count()
         self._replies = {}                  # seq -> (header, arrays)
+        self._unsent = []                   # trackers of arrays being sent
         self.failure = None                 # set by any thread; raised by waits
+        self.waiting = None                 # (what, since): told in heartbeats
+        self.crashed = None                 # the uncaught exception, at exit
         self.closed = False
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True,
@@ -82,13 +93,29 @@ class Worker:
     # -- requests --------------------------------------------------------------------
     def request(self, server, op, arrays=(), **meta):
         """Send ``op`` to server number ``server`` (None: the scheduler);
-        returns the sequence number its answer will carry."""
+        returns the sequence number its answer will carry.
+
+        The arrays are sent from their own memory (no copy): leave them
+        unchanged until :meth:`flush` returns.
+        """
         self._check()
         seq = next(self._seq)
         sock = self.sched if server is None else self.servers[server]
-        wire.send(sock, wire.pack(op, self.cfg.secret, arrays, seq=seq,
-                                  rank=self.rank, **meta))
+        tracker = wire.send(sock, wire.pack(op, self.cfg.secret, arrays, seq=seq,
+                                            rank=self.rank, **meta), track=bool(arrays))
+        if tracker is not None:
+            self._unsent.append(tracker)
         return seq
+
+    def flush(self):
+        """Wait until ZeroMQ has finished reading every array sent."""
+        while self._unsent:
+            self._check()
+            try:
+                self._unsent[0].wait(0.1)
+                self._unsent.pop(0)
+            except zmq.NotDone:
+                pass
 
     def wait(self, seqs, what):
         """The answers ``[(header, arrays)]`` to ``seqs``, in order.
@@ -98,28 +125,38 @@ class Worker:
         scheduler within ``PS_HEARTBEAT_TIMEOUT``).
         """
         missing = [s for s in seqs if s not in self._replies]
-        while missing:
-            self._check()
-            for sock, _ in self._poller.poll(100):
-                while sock.poll(0):
-                    self._receive(sock)
-            missing = [s for s in missing if s not in self._replies]
+        self.waiting = (what, time.monotonic()) if missing else None
+        try:
+            while missing:
+                self._check()
+                for sock, _ in self._poller.poll(100):
+                    while sock.poll(0):
+                        self._receive(sock)
+                missing = [s for s in missing if s not in self._replies]
+        finally:
+            self.waiting = None
         out = [self._replies.pop(s) for s in seqs]
         for h, _ in out:
             if h['op'] == 'error':
                 raise DistributedError(f'{what} failed on {self}: {h.get("message")}')
         return out
 
-    def _receive(self, sock):
+    def _read(self, sock):
+        """One message: ``(header, arrays)``, or None when it was rejected.
+        News of a dead node (from the scheduler) becomes ``self.failure``."""
         try:
             _, h, arrays = wire.recv(sock, self.cfg.secret)
         except wire.BadMessage as e:
             log.warning('%s: rejected a message: %s', self, e)
-            return
+            return None
         if h['op'] == 'dead':
             self.failure = h.get('message', 'a node died')
-        elif h.get('seq') is not None:
-            self._replies[h['seq']] = (h, arrays)
+        return h, arrays
+
+    def _receive(self, sock):
+        got = self._read(sock)
+        if got is not None and got[0]['op'] != 'dead' and got[0].get('seq') is not None:
+            self._replies[got[0]['seq']] = got
 
     def _check(self):
         if self.failure is not None:
@@ -140,20 +177,15 @@ class Worker:
         last_ack = time.monotonic()
         try:
             while not self._stop.is_set():
-                wire.send(sock, wire.pack('hb', self.cfg.secret, node=self.name))
+                waiting = self.waiting
+                info = {} if waiting is None else \
+                    {'waiting': waiting[0], 'for_s': time.monotonic() - waiting[1]}
+                wire.send(sock, wire.pack('hb', self.cfg.secret, node=self.name, **info))
                 deadline = time.monotonic() + interval
                 while time.monotonic() < deadline and not self._stop.is_set():
-                    if not sock.poll(50):
-                        continue
-                    try:
-                        _, h, _ = wire.recv(sock, self.cfg.secret)
-                    except wire.BadMessage as e:
-                        log.warning('%s: rejected a message: %s', self, e)
-                        continue
-                    if h['op'] == 'hb_ok':
+                    got = self._read(sock) if sock.poll(50) else None
+                    if got is not None and got[0]['op'] == 'hb_ok':
                         last_ack = time.monotonic()
-                    elif h['op'] == 'dead':
-                        self.failure = h.get('message', 'a node died')
                 silent = time.monotonic() - last_ack
                 if silent > timeout and self.failure is None:
                     self.failure = (f'the scheduler at {self.cfg.scheduler_address} '
@@ -165,12 +197,15 @@ class Worker:
     # -- the end -----------------------------------------------------------------------
     def close(self):
         """Say goodbye to the scheduler (when every worker has, the servers
-        stop) and close the sockets.  Called at exit; safe to call twice."""
+        stop) and close the sockets.  Called at exit; safe to call twice.
+        After an uncaught exception it says that instead, and the scheduler
+        stops the job at once, naming this worker and the exception."""
         if self.closed:
             return
         try:
             if self.failure is None:
-                seq = self.request(None, 'bye')
+                seq = self.request(None, 'bye') if self.crashed is None else \
+                    self.request(None, 'abort', message=self.crashed)
                 deadline = time.monotonic() + self.cfg.heartbeat_timeout
                 while seq not in self._replies and self.failure is None and \
                         time.monotonic() < deadline:
