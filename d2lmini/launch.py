@@ -1,4 +1,4 @@
-"""``python -m d2lmini.launch``: start a parameter-server job (MXNet's ``tools/launch.py``).
+"""``python -m d2lmini.launch``: start a parameter-server job (MXNet launch.py).
 
 A distributed store needs one scheduler, S servers and W workers, each told
 its role and where the scheduler listens through the ``DMLC_*`` environment
@@ -102,8 +102,9 @@ captured output lines ``(name, 'stdout' | 'stderr', text)`` (with
 ``capture=True``)."""
 
 # The variables the launcher owns, and the option that sets each instead.
-_OWNED = {'DMLC_ROLE': '-n/-s', 'DMLC_NUM_WORKER': '-n', 'DMLC_NUM_SERVER': '-s',
-          'DMLC_WORKER_ID': '-n', 'DMLC_SERVER_ID': '-s',
+_OWNED = {'DMLC_ROLE': '-n/-s', 'DMLC_NUM_WORKER': '-n',
+          'DMLC_NUM_SERVER': '-s', 'DMLC_WORKER_ID': '-n',
+          'DMLC_SERVER_ID': '-s',
           'DMLC_PS_ROOT_PORT': '--port', 'DMLC_PS_ROOT_URI': '--host-ip'}
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
 _SECRET = re.compile(r'SECRET|TOKEN|PASSWORD|PASSWD|_KEY\Z|^KEY\Z', re.I)
@@ -585,8 +586,8 @@ class _Signals:
 
     def _handle(self, signum, frame):
         if self.job.stop_request is None:
-            self.job.stop_request = (128 + signum,
-                                     f'interrupted by {signal.Signals(signum).name}')
+            name = signal.Signals(signum).name
+            self.job.stop_request = (128 + signum, f'interrupted by {name}')
 
     def __exit__(self, *exc):
         for sig, handler in self.old.items():
@@ -701,7 +702,8 @@ def _start_mpi(o, specs, output):
                 return
             conn.settimeout(None)
             reader = conn.makefile('rb')
-            word, tok, rank = (reader.readline().decode().split() + ['', ''])[:3]
+            hello = reader.readline().decode(errors='replace').split()
+            word, tok, rank = (hello + ['', '', ''])[:3]
             if word != 'hello' or not hmac.compare_digest(tok, token) or \
                     not rank.isdigit() or int(rank) >= len(ranks) or \
                     ranks[int(rank)].conn is not None:
@@ -731,7 +733,7 @@ def _address_towards(host):
 
 
 def _mpi_rank_main(o):
-    """Inside mpiexec: become this rank's process and report to the launcher."""
+    """Inside mpiexec: run this rank's role, report to the launcher."""
     host, port, token = o.mpi_control.rsplit(':', 2)
     rank = next((os.environ[v] for v in _RANK_VARS if v in os.environ), None)
     if rank is None:
