@@ -403,3 +403,36 @@ def test_a_command_that_cannot_start_is_a_clear_error(tmp_path, capsys):
                       capture=True)
     assert result.returncode == 1
     assert 'exited with status 127' in result.message
+
+
+# ---------------------------------------------------------------- real job
+DIST_WORKER = str(HERE / 'launch_helpers' / 'dist_worker.py')
+FAST_HEARTBEAT = {'PS_HEARTBEAT_INTERVAL': '0.2', 'PS_HEARTBEAT_TIMEOUT': '5',
+                  'OMP_NUM_THREADS': '1'}
+
+
+def _dist_job(*args, timeout=120):
+    return L.launch([sys.executable, DIST_WORKER, *args], 2, 1,
+                    env=dict(FAST_HEARTBEAT, PYTHONPATH=str(ROOT)),
+                    echo=False, capture=True, timeout=timeout,
+                    server_grace=30, kill_grace=5)
+
+
+def test_a_real_dist_sync_job_through_the_launcher():
+    result = _dist_job()
+    out = ''.join(f'[{n}] {t}' for n, s, t in result.lines)
+    assert (result.returncode, result.message) == (0, ''), out
+    results = {n: json.loads(t.split(' ', 1)[1]) for n, s, t in result.lines
+               if s == 'stdout' and t.startswith('result ')}
+    assert sorted(results) == ['worker 0', 'worker 1']
+    for name, r in results.items():
+        # the prefix is the process whose kv.rank is that rank
+        assert r == {'rank': int(name.split()[1]), 'num_workers': 2,
+                     'worker_id': int(name.split()[1]), 'ok': True}
+
+
+def test_a_failed_worker_stops_a_real_job_at_once():
+    result = _dist_job('fail-after-init')
+    assert result.returncode == 1
+    assert result.message.startswith('worker 1 exited with status 3; stopping')
+    assert not any(t.startswith('result ') for n, s, t in result.lines)
