@@ -184,12 +184,12 @@ def test_leftover_processes_in_a_group_are_killed(tmp_path):
     _assert_all_gone(piddir)
 
 
-def _start_cli(tmp_path, *rules):
+def _start_cli(tmp_path, *rules, options=()):
     piddir = tmp_path / 'pids'
     piddir.mkdir()
     proc = subprocess.Popen(
         [sys.executable, '-m', 'd2lmini.launch', '-n', '2', '-s', '1',
-         '--kill-grace', '2', '--env', f'TEST_PIDDIR:{piddir}',
+         '--kill-grace', '2', '--env', f'TEST_PIDDIR:{piddir}', *options,
          sys.executable, NODE, *rules],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -296,7 +296,10 @@ def fake_ssh(tmp_path, monkeypatch):
     return str(hosts), calls
 
 
-def test_ssh_command_lines_and_run(tmp_path, fake_ssh):
+@pytest.mark.parametrize('login_shell', ['bash', 'sh'])
+def test_ssh_command_lines_and_run(tmp_path, fake_ssh, login_shell,
+                                   monkeypatch):
+    monkeypatch.setenv('FAKE_SSH_SHELL', login_shell)
     hostfile, calls = fake_ssh
     result, piddir = _run(tmp_path, n=2, s=1, hostfile=hostfile)
     assert (result.returncode, result.message) == (0, '')
@@ -343,6 +346,16 @@ def test_ssh_failure_stops_the_remote_processes(tmp_path, fake_ssh):
     assert result.returncode == 1
     assert result.message.startswith('worker 0 exited with status 3; stopping')
     _assert_all_gone(piddir, ['scheduler-0', 'server-0', 'worker-1'])
+
+
+def test_a_killed_launcher_stops_the_remote_processes(tmp_path, fake_ssh):
+    hostfile, calls = fake_ssh
+    proc, piddir = _start_cli(tmp_path, '*=sleep:60',
+                              options=['-H', hostfile])
+    assert len(calls()) == 4
+    proc.kill()                 # the ssh clients die, their stdin closes
+    proc.communicate(timeout=30)
+    _assert_all_gone(piddir)    # the remote watchers stopped the processes
 
 
 def test_ssh_with_host_ip_runs_the_scheduler_here(tmp_path, fake_ssh):
