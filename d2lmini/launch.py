@@ -374,8 +374,11 @@ class _Output:
                 self.lines.append((name, stream, text))
             if self.echo:
                 out = sys.stdout if stream == 'stdout' else sys.stderr
-                out.write(f'[{name}] {text}' if prefix else text)
-                out.flush()
+                try:
+                    out.write(f'[{name}] {text}' if prefix else text)
+                    out.flush()
+                except (OSError, ValueError):   # e.g. `... | head` ended:
+                    self.echo = False           # keep draining the pipes
 
     def say(self, text):
         self.line('launch', 'stderr', text)
@@ -826,7 +829,9 @@ def launch(command, num_workers, num_servers=None, *, launcher=None,
 
     ``command`` is a list of words (or one shell line as a string); ``env``,
     ``env_server``, ``env_worker`` are dicts.  Returns a
-    :class:`LaunchResult`; bad arguments raise ``ValueError``.
+    :class:`LaunchResult`; bad arguments raise ``ValueError``, a process
+    that cannot start :class:`LaunchError`, and Ctrl-C (SIGINT) stops the
+    job, then raises ``KeyboardInterrupt``.
 
     >>> launch(['python', 'train.py'], num_workers=2, num_servers=1)
     """
@@ -848,6 +853,8 @@ def launch(command, num_workers, num_servers=None, *, launcher=None,
     o = _options(argv)               # a _UsageError (ValueError) if bad
     output = _Output(echo, capture)
     rc, why = _run(o, output)
+    if rc == 128 + signal.SIGINT:    # Ctrl-C / a notebook's interrupt:
+        raise KeyboardInterrupt(why)  # the job is stopped; stop the caller
     return LaunchResult(rc, why, output.lines)
 
 

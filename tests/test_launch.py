@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -216,6 +217,37 @@ def test_a_killed_launcher_takes_its_children_along(tmp_path):
     proc.kill()                              # no chance to clean up
     proc.communicate(timeout=30)
     _assert_all_gone(piddir)                 # Linux's parent-death signal
+
+
+def test_ctrl_c_in_python_stops_the_job_then_raises(tmp_path):
+    """launch() from Python (a notebook cell): Ctrl-C stops every process,
+    then KeyboardInterrupt reaches the caller (a loop of runs ends too)."""
+    piddir = tmp_path / 'pids'
+    piddir.mkdir()
+
+    def interrupt():
+        deadline = time.monotonic() + 30
+        while len(list(piddir.iterdir())) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt, match='interrupted by SIGINT'):
+        L.launch([sys.executable, NODE, '*=sleep:60'], 2, 1, echo=False,
+                 env={'TEST_PIDDIR': str(piddir)}, timeout=60, kill_grace=2)
+    _assert_all_gone(piddir, _names(2, 1))
+
+
+def test_a_closed_stdout_does_not_stall_the_job(tmp_path):
+    """``python -m d2lmini.launch ... | head -1``: the rest is drained."""
+    launcher = shlex.join([sys.executable, '-m', 'd2lmini.launch', '-n', '2',
+                           '-s', '1', 'for i in $(seq 30000); do echo $i; '
+                           'done'])
+    proc = subprocess.run(
+        ['bash', '-c', f'{launcher} | head -1; exit ${{PIPESTATUS[0]}}'],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count('\n') == 1
 
 
 # ---------------------------------------------------------------- errors
