@@ -481,3 +481,12 @@ def test_a_failed_worker_stops_a_real_job_at_once():
     assert result.returncode == 1
     assert result.message.startswith('worker 1 exited with status 3; stopping')
     assert not any(t.startswith('result ') for n, s, t in result.lines)
+
+
+@needs_mpi
+def test_mpi_ranks_stop_when_the_launcher_is_killed(tmp_path):
+    proc, piddir = _start_cli(tmp_path, '*=sleep:60',
+                              options=['--launcher', 'mpi'])
+    proc.kill()             # mpiexec gets SIGTERM, the wrappers lose the
+    proc.communicate(timeout=30)       # launcher: each stops its process
+    _assert_all_gone(piddir, _names(2, 1))
