@@ -17,7 +17,8 @@ Every process gets ``DMLC_ROLE``, ``DMLC_PS_ROOT_URI``,
 ``DMLC_PS_ROOT_PORT`` (a free port picked at run time unless ``--port``),
 ``DMLC_NUM_SERVER``, ``DMLC_NUM_WORKER``, ``DMLC_NODE_HOST`` (its host),
 ``DMLC_SERVER_ID`` / ``DMLC_WORKER_ID`` (its rank within its role, so that
-the output prefix ``[worker 1]`` is the process whose ``kv.rank`` is 1) and
+the output prefix ``[worker 1]`` is the process whose ``kv.rank`` is 1),
+``DMLC_JOB_CLUSTER`` (the launcher mode) and
 the ``--env NAME:VALUE`` pairs (``--env-server`` / ``--env-worker``: servers
 or workers only).  ``PYTHONUNBUFFERED=1`` is set unless you set it, so that
 output arrives line by line.
@@ -36,10 +37,11 @@ given with ``-H``, ``local`` otherwise):
     placed round-robin from its first host, and the scheduler runs on that
     first host (``DMLC_PS_ROOT_URI`` is its name), unless ``--host-ip ADDR``
     is given: then the scheduler runs on this machine, bound to ``ADDR``, as
-    dmlc-core's tracker does.  The remote side runs the command in its own
-    process group with a watcher on ssh's standard input: when the launcher
-    stops a process, or dies, the connection closes and the remote process
-    group is terminated too.  Variables whose names look secret (``SECRET``,
+    dmlc-core's tracker does.  The port is one free here: give ``--port``
+    if it may be taken there.  The remote side (it needs ``bash``) runs the
+    command in its own process group with a watcher on ssh's standard
+    input: when the launcher stops a process, or dies, the connection closes
+    and the remote process group is terminated too.  Variables whose names look secret (``SECRET``,
     ``TOKEN``, ``PASSWORD``, ``..._KEY``; e.g. ``D2LMINI_PS_SECRET``) travel
     on ssh's standard input, never on a command line that ``ps`` shows.
     ``PYTHONPATH``, thread-count variables and the ``D2LMINI_*``, ``DMLC_*``,
@@ -66,7 +68,8 @@ when servers are still running ``--server-grace`` seconds (30) after the last
 worker finished, the launcher sends SIGTERM to every remaining process group,
 SIGKILL ``--kill-grace`` seconds (5) later, says why on stderr (``[launch]
 worker 1 exited with status 3``), and exits non-zero: 1 for a failed process,
-124 for the timeout, 128+N for signal N.  Even when the launcher itself is
+124 for the timeout, 128+N for signal N.  Processes a finished process
+left in its group are killed (and named).  Even when the launcher itself is
 killed (``kill -9``), Linux sends SIGTERM to what it started (local
 processes, ssh clients, mpiexec), and an ssh client's end stops its remote
 process.
