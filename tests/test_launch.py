@@ -490,3 +490,83 @@ def test_mpi_ranks_stop_when_the_launcher_is_killed(tmp_path):
     proc.kill()             # mpiexec gets SIGTERM, the wrappers lose the
     proc.communicate(timeout=30)       # launcher: each stops its process
     _assert_all_gone(piddir, _names(2, 1))
+
+
+# ---------------------------------------------------------------- real ssh
+@pytest.fixture
+def real_sshd(tmp_path, monkeypatch):
+    """A private sshd on a free loopback port (key login as this user) and
+    an ``ssh`` on PATH that uses its key; skipped where there is no sshd."""
+    sshd = shutil.which('sshd') or '/usr/sbin/sshd'
+    if not (os.path.exists(sshd) and shutil.which('ssh')
+            and shutil.which('ssh-keygen')):
+        pytest.skip('no sshd/ssh/ssh-keygen (apt-get install openssh-server)')
+    if os.geteuid() != 0:
+        pytest.skip('a private sshd is set up here only as root')
+    d = tmp_path / 'sshd'
+    (d / 'bin').mkdir(parents=True)
+    for key in ('host', 'user'):
+        subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
+                        str(d / key)], check=True, timeout=30)
+    (d / 'authorized_keys').write_text((d / 'user.pub').read_text())
+    port = L._free_port('127.0.0.1')
+    (d / 'config').write_text(
+        f'Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\n'
+        f'AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\n'
+        'UsePAM no\nPermitRootLogin prohibit-password\n')
+    os.makedirs('/run/sshd', exist_ok=True)       # privilege separation
+    server = subprocess.Popen([sshd, '-D', '-f', str(d / 'config'), '-E',
+                               str(d / 'log')], start_new_session=True)
+    try:
+        client = d / 'bin' / 'ssh'
+        client.write_text(
+            f'#!/bin/sh\nexec {shutil.which("ssh")} -i {d}/user -o '
+            'UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes '
+            '"$@"\n')
+        client.chmod(0o755)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            probe = subprocess.run(
+                [str(client), '-o', 'StrictHostKeyChecking=no', '-p',
+                 str(port), '127.0.0.1', 'true'], capture_output=True,
+                timeout=20)
+            if probe.returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.skip(f'the private sshd did not answer: '
+                        f'{(d / "log").read_text()[-300:]}')
+        monkeypatch.setenv('PATH', f'{d / "bin"}{os.pathsep}'
+                                   f'{os.environ["PATH"]}')
+        hosts = tmp_path / 'hosts'
+        hosts.write_text(f'127.0.0.1:{port}\nlocalhost:{port}\n')
+        yield str(hosts)
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
+
+
+def test_real_ssh_runs_a_dist_sync_job_and_stops_remote_processes(
+        tmp_path, real_sshd, monkeypatch):
+    monkeypatch.setenv('D2LMINI_PS_SECRET', 'a "secret" with $pace')
+    monkeypatch.setenv('PYTHONPATH', str(ROOT))
+    # a real job over real ssh: signed messages, the closed-form value
+    result = L.launch([sys.executable, DIST_WORKER], 2, 2, hostfile=real_sshd,
+                      env=FAST_HEARTBEAT, echo=False, capture=True,
+                      timeout=120)
+    out = ''.join(f'[{n}] {t}' for n, s, t in result.lines)
+    assert (result.returncode, result.message) == (0, ''), out
+    assert sum('"ok": true' in t for n, s, t in result.lines) == 2, out
+    # a failure: the processes behind the other ssh connections are stopped
+    result, piddir = _run(tmp_path, 'worker:0=late:exit:3', '*=sleep:60',
+                          hostfile=real_sshd)
+    assert result.returncode == 1
+    assert result.message.startswith('worker 0 exited with status 3; stopping')
+    envs = _envs(result.lines)
+    assert {e['D2LMINI_PS_SECRET'] for e in envs.values()} == \
+        {'a "secret" with $pace'}
+    _assert_all_gone(piddir, _names(2, 1))
