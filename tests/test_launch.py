@@ -570,3 +570,15 @@ def test_real_ssh_runs_a_dist_sync_job_and_stops_remote_processes(
     assert {e['D2LMINI_PS_SECRET'] for e in envs.values()} == \
         {'a "secret" with $pace'}
     _assert_all_gone(piddir, _names(2, 1))
+
+
+@needs_mpi
+def test_mpi_runs_a_real_dist_sync_job():
+    result = L.launch([sys.executable, DIST_WORKER], 2, 1, launcher='mpi',
+                      env=dict(FAST_HEARTBEAT, PYTHONPATH=str(ROOT)),
+                      echo=False, capture=True, timeout=120)
+    out = ''.join(t for n, s, t in result.lines)
+    assert (result.returncode, result.message) == (0, ''), out
+    for rank in (0, 1):          # mpiexec's lines carry the wrappers' prefix
+        assert f'[worker {rank}] result {{"rank": {rank}, "num_workers": 2, ' \
+               f'"worker_id": {rank}, "ok": true}}\n' in out
