@@ -523,7 +523,8 @@ class _Job:
                 break
             running = [p for p in self.procs if p not in self.exited]
             if not running:
-                return self._end(0, '')
+                self.clean_up()
+                return 0, ''
             if self.stop_request:
                 rc, why = self.stop_request
                 break
@@ -545,7 +546,8 @@ class _Job:
             why += f'; stopping {", ".join(p.name for p in running)}'
         self._say(why)
         self.stop(running)
-        return self._end(rc, why)
+        self.clean_up()
+        return rc, why
 
     def stop(self, running):
         """SIGTERM every group, SIGKILL those alive ``kill_grace`` later;
@@ -571,11 +573,11 @@ class _Job:
                 time.sleep(_POLL)
         return procs
 
-    def _end(self, rc, why):
+    def clean_up(self):
+        """Kill what exited processes left in their groups; end the readers."""
         for p in self.procs:
             if hasattr(p, 'finish') and p.finish(2.0):
                 self._say(f'{p.name} left processes in its group; killed them')
-        return rc, why
 
 
 class _Signals:
@@ -801,27 +803,26 @@ def _start(o, spec, output):
 
 
 def _run(o, output):
+    """Start the job's processes and watch them to the end: ``(rc, why)``."""
     specs = _plan(o)
-    close = None
-    procs = []
+    procs, close = [], (lambda: None)
     job = _Job(procs, output, o)
     with _Signals(job):
         try:
             if o.launcher == 'mpi':
-                procs[:], close = _start_mpi(o, specs, output)
-            for spec in specs if o.launcher != 'mpi' else []:
-                procs.append(_start(o, spec, output))
-        except BaseException:
+                ranks, close = _start_mpi(o, specs, output)
+                procs.extend(ranks)
+            else:
+                procs.extend(_start(o, spec, output) for spec in specs)
+        except BaseException:         # nothing half-started stays behind
             job.stop([p for p in procs if p.poll() is None])
-            job._end(1, '')
-            if close:
-                close()
+            job.clean_up()
+            close()
             raise
         try:
             return job.run()
         finally:
-            if close:
-                close()
+            close()
 
 
 def launch(command, num_workers, num_servers=None, *, launcher=None,
