@@ -264,8 +264,8 @@ class _Spec:
 
     @property
     def name(self):
-        return 'scheduler' if self.role == 'scheduler' else \
-            f'{self.role} {self.rank}'
+        return f'{self.role} {self.rank}' if self.role in ('server', 'worker') \
+            else self.role
 
 
 def _free_port(host):
@@ -671,11 +671,11 @@ def _mpiexec_argv(o, nprocs):
 
 def _start_mpi(o, specs, output):
     mpiexec = _mpiexec_argv(o, len(specs))
-    token = secrets.token_hex(16)
+    token = secrets.token_hex(16).encode()
     here = '127.0.0.1' if not o.hosts else _address_towards(o.hosts[0][0])
     server = socket.create_server(('127.0.0.1' if not o.hosts else '', 0))
     server.settimeout(_POLL)
-    control = f'{here}:{server.getsockname()[1]}:{token}'
+    control = f'{here}:{server.getsockname()[1]}:{token.decode()}'
     root = specs[0].env['DMLC_PS_ROOT_URI']
     wrapper = [sys.executable, '-m', 'd2lmini.launch', '--mpi-control',
                control, '--launcher', 'mpi', '-n', str(o.num_workers),
@@ -689,14 +689,13 @@ def _start_mpi(o, specs, output):
         for item in pairs:
             wrapper += [option, item]
     wrapper += ['--', *o.command]
-    mpi_spec = _Spec('mpiexec', 0, {})
     env = _child_env({'PYTHONUNBUFFERED': '1'})
     try:
-        mpi = _Child(mpi_spec, mpiexec + wrapper, env, output, prefix=False)
+        mpi = _Child(_Spec('mpiexec', 0, {}), mpiexec + wrapper, env, output,
+                     prefix=False)
     except OSError as e:
         server.close()
         raise LaunchError(f'cannot start {mpiexec[0]}: {e.strerror}') from None
-    mpi.name = mpi.role = 'mpiexec'
     ranks = [_Rank(s, mpi.popen) for s in specs]
     stop = threading.Event()
 
@@ -708,11 +707,15 @@ def _start_mpi(o, specs, output):
                 continue
             except OSError:
                 return
-            conn.settimeout(None)
-            reader = conn.makefile('rb')
-            hello = reader.readline().decode(errors='replace').split()
-            word, tok, rank = (hello + ['', '', ''])[:3]
-            if word != 'hello' or not hmac.compare_digest(tok, token) or \
+            try:                  # 'hello TOKEN RANK' within 10 s, or out
+                conn.settimeout(10)
+                reader = conn.makefile('rb')
+                word, tok, rank = (reader.readline(200).split() + [b''] * 3)[:3]
+                conn.settimeout(None)
+            except OSError:
+                conn.close()
+                continue
+            if word != b'hello' or not hmac.compare_digest(tok, token) or \
                     not rank.isdigit() or int(rank) >= len(ranks) or \
                     ranks[int(rank)].conn is not None:
                 conn.close()
