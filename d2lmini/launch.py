@@ -20,8 +20,8 @@ Every process gets ``DMLC_ROLE``, ``DMLC_PS_ROOT_URI``,
 the output prefix ``[worker 1]`` is the process whose ``kv.rank`` is 1),
 ``DMLC_JOB_CLUSTER`` (the launcher mode) and
 the ``--env NAME:VALUE`` pairs (``--env-server`` / ``--env-worker``: servers
-or workers only).  ``PYTHONUNBUFFERED=1`` is set unless you set it, so that
-output arrives line by line.
+or workers only).  ``PYTHONUNBUFFERED=1`` is set (unless ``--env`` sets
+it), so that output arrives line by line.
 
 Launcher modes (``--launcher``; the default is ``ssh`` when a hostfile is
 given with ``-H``, ``local`` otherwise):
@@ -33,7 +33,7 @@ given with ``-H``, ``local`` otherwise):
 ``ssh``
     one ``ssh -o StrictHostKeyChecking=no [-p PORT] HOST 'cd CWD && export
     NAME=VALUE ... && ...'`` per process.  The hostfile has one host per line
-    (``host`` or ``host:sshport``, ``#`` comments); servers, then workers, are
+    (``[user@]host[:sshport]``, ``#`` comments); servers, then workers, are
     placed round-robin from its first host, and the scheduler runs on that
     first host (``DMLC_PS_ROOT_URI`` is its name), unless ``--host-ip ADDR``
     is given: then the scheduler runs on this machine, bound to ``ADDR``, as
@@ -268,6 +268,11 @@ class _Spec:
             else self.role
 
 
+def _address(destination):
+    """The host of an ssh destination ``[user@]host``."""
+    return destination.rpartition('@')[2]
+
+
 def _free_port(host):
     """A port free on ``host`` now (on any address if ``host`` is not ours)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -280,7 +285,7 @@ def _free_port(host):
 
 def _plan(o):
     """The processes of the job, scheduler first, with their variables."""
-    root = o.host_ip or (o.hosts[0][0] if o.hosts else '127.0.0.1')
+    root = o.host_ip or (_address(o.hosts[0][0]) if o.hosts else '127.0.0.1')
     bind = root if o.launcher == 'local' or o.host_ip else ''
     port = o.port or _free_port(bind)
     common = {'DMLC_PS_ROOT_URI': root, 'DMLC_PS_ROOT_PORT': str(port),
@@ -302,7 +307,7 @@ def _plan(o):
             else:        # servers then workers, round-robin (dmlc-core's way)
                 host, ssh_port = o.hosts[(place - bool(o.num_servers))
                                          % len(o.hosts)]
-        env['DMLC_NODE_HOST'] = host or o.host_ip
+        env['DMLC_NODE_HOST'] = _address(host) if host else o.host_ip
         env.update(o.env_all)
         env.update(o.env_role[role])
         env.setdefault('PYTHONUNBUFFERED', '1')

@@ -320,7 +320,7 @@ def fake_ssh(tmp_path, monkeypatch):
     monkeypatch.setenv('FAKE_SSH_LOG', str(log))
     monkeypatch.setenv('D2LMINI_PS_SECRET', 's3cr3t')
     hosts = tmp_path / 'hosts'
-    hosts.write_text('# two "machines"\nhostA\n\nhostB:2222   # ssh port\n')
+    hosts.write_text('# two "machines"\nhostA\n\nalice@hostB:2222   # ssh port\n')
 
     def calls():
         return [p.read_bytes().decode().split('\0')[:-1]
@@ -351,12 +351,12 @@ def test_ssh_command_lines_and_run(tmp_path, fake_ssh, login_shell,
     for argv in argvs:
         ssh_opts, host, remote = argv[:-2], argv[-2], argv[-1]
         assert ssh_opts == ['-o', 'StrictHostKeyChecking=no'] + \
-            (['-p', '2222'] if host == 'hostB' else [])
+            (['-p', '2222'] if host == 'alice@hostB' else [])
         prefix = f'cd {shlex.quote(os.getcwd())} && export '
         assert remote.startswith(prefix)
         exports = dict(w.split('=', 1) for w in
                        shlex.split(remote[len(prefix):].split(' && ')[0]))
-        assert exports['DMLC_NODE_HOST'] == host
+        assert exports['DMLC_NODE_HOST'] == host.replace('alice@', '')
         assert exports['DMLC_PS_ROOT_URI'] == 'hostA'
         assert exports['TEST_PIDDIR'] == str(piddir)
         assert 'IFS= read -r D2LMINI_PS_SECRET && export D2LMINI_PS_SECRET' \
@@ -367,7 +367,8 @@ def test_ssh_command_lines_and_run(tmp_path, fake_ssh, login_shell,
             ' ' + exports.get('DMLC_WORKER_ID', exports.get('DMLC_SERVER_ID'))
             if exports['DMLC_ROLE'] != 'scheduler' else '')
         by_role[name] = host
-    assert by_role == where
+    assert by_role == {n: h.replace('hostB', 'alice@hostB')
+                       for n, h in where.items()}
     _assert_all_gone(piddir, _names(2, 1))
 
 
