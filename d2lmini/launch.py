@@ -1,4 +1,4 @@
-"""``python -m d2lmini.launch``: start a parameter-server job (MXNet launch.py).
+"""``python -m d2lmini.launch``: start a parameter-server job, as MXNet does.
 
 A distributed store needs one scheduler, S servers and W workers, each told
 its role and where the scheduler listens through the ``DMLC_*`` environment
@@ -41,9 +41,10 @@ given with ``-H``, ``local`` otherwise):
     if it may be taken there.  The remote side (it needs ``bash``) runs the
     command in its own process group with a watcher on ssh's standard
     input: when the launcher stops a process, or dies, the connection closes
-    and the remote process group is terminated too.  Variables whose names look secret (``SECRET``,
-    ``TOKEN``, ``PASSWORD``, ``..._KEY``; e.g. ``D2LMINI_PS_SECRET``) travel
-    on ssh's standard input, never on a command line that ``ps`` shows.
+    and the remote process group is terminated too.  Variables whose names
+    look secret (``SECRET``, ``TOKEN``, ``PASSWORD``, ``..._KEY``; e.g.
+    ``D2LMINI_PS_SECRET``) travel on ssh's standard input, never on a
+    command line that ``ps`` shows.
     ``PYTHONPATH``, thread-count variables and the ``D2LMINI_*``, ``DMLC_*``,
     ``PS_*`` and ``MXNET_*`` settings of this shell are passed on.
 ``mpi``
@@ -264,8 +265,9 @@ class _Spec:
 
     @property
     def name(self):
-        return f'{self.role} {self.rank}' if self.role in ('server', 'worker') \
-            else self.role
+        if self.role in ('server', 'worker'):
+            return f'{self.role} {self.rank}'
+        return self.role                 # scheduler, mpiexec
 
 
 def _address(destination):
@@ -715,7 +717,8 @@ def _start_mpi(o, specs, output):
             try:                  # 'hello TOKEN RANK' within 10 s, or out
                 conn.settimeout(10)
                 reader = conn.makefile('rb')
-                word, tok, rank = (reader.readline(200).split() + [b''] * 3)[:3]
+                hello = reader.readline(200).split()
+                word, tok, rank = (hello + [b''] * 3)[:3]
                 conn.settimeout(None)
             except OSError:
                 conn.close()

@@ -320,7 +320,8 @@ def fake_ssh(tmp_path, monkeypatch):
     monkeypatch.setenv('FAKE_SSH_LOG', str(log))
     monkeypatch.setenv('D2LMINI_PS_SECRET', 's3cr3t')
     hosts = tmp_path / 'hosts'
-    hosts.write_text('# two "machines"\nhostA\n\nalice@hostB:2222   # ssh port\n')
+    hosts.write_text('# two "machines"\nhostA\n\n'
+                     'alice@hostB:2222   # user and ssh port\n')
 
     def calls():
         return [p.read_bytes().decode().split('\0')[:-1]
