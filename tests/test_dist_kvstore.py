@@ -301,4 +301,4 @@ def test_a_deadlock_between_live_workers_is_reported():
     assert all(p.rc == 3 for p in workers), dist_job.report(procs)
     for p in workers:
         assert 'deadlock' in p.err and 'worker 0 in kv.barrier()' in p.err
-        assert "worker 1 in kv.push of key 0" in p.err
+        assert "worker 1 in kv.push of keys [0]" in p.err

@@ -63,6 +63,7 @@ class Worker:
             self._poller.register(s, zmq.POLLIN)
         self._seq = itertools.count()
         self._replies = {}                  # seq -> (header, arrays)
+        self._unsent = []                   # trackers of arrays being sent
         self.failure = None                 # set by any thread; raised by waits
         self.waiting = None                 # (what, since): told in heartbeats
         self.closed = False
@@ -83,13 +84,29 @@ class Worker:
     # -- requests --------------------------------------------------------------------
     def request(self, server, op, arrays=(), **meta):
         """Send ``op`` to server number ``server`` (None: the scheduler);
-        returns the sequence number its answer will carry."""
+        returns the sequence number its answer will carry.
+
+        The arrays are sent from their own memory (no copy): leave them
+        unchanged until :meth:`flush` returns.
+        """
         self._check()
         seq = next(self._seq)
         sock = self.sched if server is None else self.servers[server]
-        wire.send(sock, wire.pack(op, self.cfg.secret, arrays, seq=seq,
-                                  rank=self.rank, **meta))
+        tracker = wire.send(sock, wire.pack(op, self.cfg.secret, arrays, seq=seq,
+                                            rank=self.rank, **meta), track=bool(arrays))
+        if tracker is not None:
+            self._unsent.append(tracker)
         return seq
+
+    def flush(self):
+        """Wait until ZeroMQ has finished reading every array sent."""
+        while self._unsent:
+            self._check()
+            try:
+                self._unsent[0].wait(0.1)
+                self._unsent.pop(0)
+            except zmq.NotDone:
+                pass
 
     def wait(self, seqs, what):
         """The answers ``[(header, arrays)]`` to ``seqs``, in order.
