@@ -165,6 +165,7 @@ def _parser():
     p.add_argument('--kill-grace', type=float, default=5.0,
                    help='seconds between SIGTERM and SIGKILL (default 5)')
     p.add_argument('--mpi-control', help=argparse.SUPPRESS)   # rank wrapper
+    p.add_argument('--sync-dst-dir', help=argparse.SUPPRESS)  # MXNet's
     p.add_argument('command', nargs=argparse.REMAINDER,
                    help='the command every process runs')
     return p
@@ -190,6 +191,10 @@ def _pairs(parser, values, option):
 def _options(argv):
     parser = _parser()
     o = parser.parse_args(argv)
+    if o.sync_dst_dir:
+        parser.error('--sync-dst-dir (MXNet copies the directory with rsync) '
+                     'is not supported: run from a directory that every host '
+                     'has at the same path (shared, or copied beforehand)')
     if o.command and o.command[0] == '--':
         o.command = o.command[1:]
     if not o.command:

@@ -266,6 +266,8 @@ def test_a_closed_stdout_does_not_stall_the_job(tmp_path):
     (['-n', '2', '--launcher', 'ssh', 'python'], ['needs a hostfile']),
     (['-n', '2', '--timeout', '0', 'python'], ['--timeout must be positive']),
     (['-n', '2', '--port', '70000', 'python'], ['--port must be in']),
+    (['-n', '2', '--sync-dst-dir', '/x', 'python'], ['is not supported']),
+    (['-n', 'two', 'python'], ['invalid int value', "'two'"]),
 ])
 def test_bad_command_lines_say_what_is_wrong(argv, words, capsys):
     assert L.main(argv) == 2
