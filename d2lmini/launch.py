@@ -1,4 +1,4 @@
-"""``python -m d2lmini.launch``: start a parameter-server job (MXNet's ``tools/launch.py``).
+"""``python -m d2lmini.launch``: start a parameter-server job, as MXNet does.
 
 A distributed store needs one scheduler, S servers and W workers, each told
 its role and where the scheduler listens through the ``DMLC_*`` environment
@@ -17,10 +17,11 @@ Every process gets ``DMLC_ROLE``, ``DMLC_PS_ROOT_URI``,
 ``DMLC_PS_ROOT_PORT`` (a free port picked at run time unless ``--port``),
 ``DMLC_NUM_SERVER``, ``DMLC_NUM_WORKER``, ``DMLC_NODE_HOST`` (its host),
 ``DMLC_SERVER_ID`` / ``DMLC_WORKER_ID`` (its rank within its role, so that
-the output prefix ``[worker 1]`` is the process whose ``kv.rank`` is 1) and
+the output prefix ``[worker 1]`` is the process whose ``kv.rank`` is 1),
+``DMLC_JOB_CLUSTER`` (the launcher mode) and
 the ``--env NAME:VALUE`` pairs (``--env-server`` / ``--env-worker``: servers
-or workers only).  ``PYTHONUNBUFFERED=1`` is set unless you set it, so that
-output arrives line by line.
+or workers only).  ``PYTHONUNBUFFERED=1`` is set (unless ``--env`` sets
+it), so that output arrives line by line.
 
 Launcher modes (``--launcher``; the default is ``ssh`` when a hostfile is
 given with ``-H``, ``local`` otherwise):
@@ -32,16 +33,18 @@ given with ``-H``, ``local`` otherwise):
 ``ssh``
     one ``ssh -o StrictHostKeyChecking=no [-p PORT] HOST 'cd CWD && export
     NAME=VALUE ... && ...'`` per process.  The hostfile has one host per line
-    (``host`` or ``host:sshport``, ``#`` comments); servers, then workers, are
+    (``[user@]host[:sshport]``, ``#`` comments); servers, then workers, are
     placed round-robin from its first host, and the scheduler runs on that
     first host (``DMLC_PS_ROOT_URI`` is its name), unless ``--host-ip ADDR``
     is given: then the scheduler runs on this machine, bound to ``ADDR``, as
-    dmlc-core's tracker does.  The remote side runs the command in its own
-    process group with a watcher on ssh's standard input: when the launcher
-    stops a process, or dies, the connection closes and the remote process
-    group is terminated too.  Variables whose names look secret (``SECRET``,
-    ``TOKEN``, ``PASSWORD``, ``..._KEY``; e.g. ``D2LMINI_PS_SECRET``) travel
-    on ssh's standard input, never on a command line that ``ps`` shows.
+    dmlc-core's tracker does.  The port is one free here: give ``--port``
+    if it may be taken there.  The remote side (it needs ``bash``) runs the
+    command in its own process group with a watcher on ssh's standard
+    input: when the launcher stops a process, or dies, the connection closes
+    and the remote process group is terminated too.  Variables whose names
+    look secret (``SECRET``, ``TOKEN``, ``PASSWORD``, ``..._KEY``; e.g.
+    ``D2LMINI_PS_SECRET``) travel on ssh's standard input, never on a
+    command line that ``ps`` shows.
     ``PYTHONPATH``, thread-count variables and the ``D2LMINI_*``, ``DMLC_*``,
     ``PS_*`` and ``MXNET_*`` settings of this shell are passed on.
 ``mpi``
@@ -66,7 +69,8 @@ when servers are still running ``--server-grace`` seconds (30) after the last
 worker finished, the launcher sends SIGTERM to every remaining process group,
 SIGKILL ``--kill-grace`` seconds (5) later, says why on stderr (``[launch]
 worker 1 exited with status 3``), and exits non-zero: 1 for a failed process,
-124 for the timeout, 128+N for signal N.  Even when the launcher itself is
+124 for the timeout, 128+N for signal N.  Processes a finished process
+left in its group are killed (and named).  Even when the launcher itself is
 killed (``kill -9``), Linux sends SIGTERM to what it started (local
 processes, ssh clients, mpiexec), and an ssh client's end stops its remote
 process.
@@ -102,8 +106,9 @@ captured output lines ``(name, 'stdout' | 'stderr', text)`` (with
 ``capture=True``)."""
 
 # The variables the launcher owns, and the option that sets each instead.
-_OWNED = {'DMLC_ROLE': '-n/-s', 'DMLC_NUM_WORKER': '-n', 'DMLC_NUM_SERVER': '-s',
-          'DMLC_WORKER_ID': '-n', 'DMLC_SERVER_ID': '-s',
+_OWNED = {'DMLC_ROLE': '-n/-s', 'DMLC_NUM_WORKER': '-n',
+          'DMLC_NUM_SERVER': '-s', 'DMLC_WORKER_ID': '-n',
+          'DMLC_SERVER_ID': '-s',
           'DMLC_PS_ROOT_PORT': '--port', 'DMLC_PS_ROOT_URI': '--host-ip'}
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
 _SECRET = re.compile(r'SECRET|TOKEN|PASSWORD|PASSWD|_KEY\Z|^KEY\Z', re.I)
@@ -160,6 +165,7 @@ def _parser():
     p.add_argument('--kill-grace', type=float, default=5.0,
                    help='seconds between SIGTERM and SIGKILL (default 5)')
     p.add_argument('--mpi-control', help=argparse.SUPPRESS)   # rank wrapper
+    p.add_argument('--sync-dst-dir', help=argparse.SUPPRESS)  # MXNet's
     p.add_argument('command', nargs=argparse.REMAINDER,
                    help='the command every process runs')
     return p
@@ -185,6 +191,10 @@ def _pairs(parser, values, option):
 def _options(argv):
     parser = _parser()
     o = parser.parse_args(argv)
+    if o.sync_dst_dir:
+        parser.error('--sync-dst-dir (MXNet copies the directory with rsync) '
+                     'is not supported: run from a directory that every host '
+                     'has at the same path (shared, or copied beforehand)')
     if o.command and o.command[0] == '--':
         o.command = o.command[1:]
     if not o.command:
@@ -260,8 +270,14 @@ class _Spec:
 
     @property
     def name(self):
-        return 'scheduler' if self.role == 'scheduler' else \
-            f'{self.role} {self.rank}'
+        if self.role in ('server', 'worker'):
+            return f'{self.role} {self.rank}'
+        return self.role                 # scheduler, mpiexec
+
+
+def _address(destination):
+    """The host of an ssh destination ``[user@]host``."""
+    return destination.rpartition('@')[2]
 
 
 def _free_port(host):
@@ -276,7 +292,7 @@ def _free_port(host):
 
 def _plan(o):
     """The processes of the job, scheduler first, with their variables."""
-    root = o.host_ip or (o.hosts[0][0] if o.hosts else '127.0.0.1')
+    root = o.host_ip or (_address(o.hosts[0][0]) if o.hosts else '127.0.0.1')
     bind = root if o.launcher == 'local' or o.host_ip else ''
     port = o.port or _free_port(bind)
     common = {'DMLC_PS_ROOT_URI': root, 'DMLC_PS_ROOT_PORT': str(port),
@@ -298,7 +314,7 @@ def _plan(o):
             else:        # servers then workers, round-robin (dmlc-core's way)
                 host, ssh_port = o.hosts[(place - bool(o.num_servers))
                                          % len(o.hosts)]
-        env['DMLC_NODE_HOST'] = host or o.host_ip
+        env['DMLC_NODE_HOST'] = _address(host) if host else o.host_ip
         env.update(o.env_all)
         env.update(o.env_role[role])
         env.setdefault('PYTHONUNBUFFERED', '1')
@@ -373,8 +389,11 @@ class _Output:
                 self.lines.append((name, stream, text))
             if self.echo:
                 out = sys.stdout if stream == 'stdout' else sys.stderr
-                out.write(f'[{name}] {text}' if prefix else text)
-                out.flush()
+                try:
+                    out.write(f'[{name}] {text}' if prefix else text)
+                    out.flush()
+                except (OSError, ValueError):   # e.g. `... | head` ended:
+                    self.echo = False           # keep draining the pipes
 
     def say(self, text):
         self.line('launch', 'stderr', text)
@@ -516,7 +535,8 @@ class _Job:
                 break
             running = [p for p in self.procs if p not in self.exited]
             if not running:
-                return self._end(0, '')
+                self.clean_up()
+                return 0, ''
             if self.stop_request:
                 rc, why = self.stop_request
                 break
@@ -538,7 +558,8 @@ class _Job:
             why += f'; stopping {", ".join(p.name for p in running)}'
         self._say(why)
         self.stop(running)
-        return self._end(rc, why)
+        self.clean_up()
+        return rc, why
 
     def stop(self, running):
         """SIGTERM every group, SIGKILL those alive ``kill_grace`` later;
@@ -564,11 +585,11 @@ class _Job:
                 time.sleep(_POLL)
         return procs
 
-    def _end(self, rc, why):
+    def clean_up(self):
+        """Kill what exited processes left in their groups; end the readers."""
         for p in self.procs:
             if hasattr(p, 'finish') and p.finish(2.0):
                 self._say(f'{p.name} left processes in its group; killed them')
-        return rc, why
 
 
 class _Signals:
@@ -585,8 +606,8 @@ class _Signals:
 
     def _handle(self, signum, frame):
         if self.job.stop_request is None:
-            self.job.stop_request = (128 + signum,
-                                     f'interrupted by {signal.Signals(signum).name}')
+            name = signal.Signals(signum).name
+            self.job.stop_request = (128 + signum, f'interrupted by {name}')
 
     def __exit__(self, *exc):
         for sig, handler in self.old.items():
@@ -662,11 +683,11 @@ def _mpiexec_argv(o, nprocs):
 
 def _start_mpi(o, specs, output):
     mpiexec = _mpiexec_argv(o, len(specs))
-    token = secrets.token_hex(16)
+    token = secrets.token_hex(16).encode()
     here = '127.0.0.1' if not o.hosts else _address_towards(o.hosts[0][0])
     server = socket.create_server(('127.0.0.1' if not o.hosts else '', 0))
     server.settimeout(_POLL)
-    control = f'{here}:{server.getsockname()[1]}:{token}'
+    control = f'{here}:{server.getsockname()[1]}:{token.decode()}'
     root = specs[0].env['DMLC_PS_ROOT_URI']
     wrapper = [sys.executable, '-m', 'd2lmini.launch', '--mpi-control',
                control, '--launcher', 'mpi', '-n', str(o.num_workers),
@@ -680,14 +701,13 @@ def _start_mpi(o, specs, output):
         for item in pairs:
             wrapper += [option, item]
     wrapper += ['--', *o.command]
-    mpi_spec = _Spec('mpiexec', 0, {})
     env = _child_env({'PYTHONUNBUFFERED': '1'})
     try:
-        mpi = _Child(mpi_spec, mpiexec + wrapper, env, output, prefix=False)
+        mpi = _Child(_Spec('mpiexec', 0, {}), mpiexec + wrapper, env, output,
+                     prefix=False)
     except OSError as e:
         server.close()
         raise LaunchError(f'cannot start {mpiexec[0]}: {e.strerror}') from None
-    mpi.name = mpi.role = 'mpiexec'
     ranks = [_Rank(s, mpi.popen) for s in specs]
     stop = threading.Event()
 
@@ -699,10 +719,16 @@ def _start_mpi(o, specs, output):
                 continue
             except OSError:
                 return
-            conn.settimeout(None)
-            reader = conn.makefile('rb')
-            word, tok, rank = (reader.readline().decode().split() + ['', ''])[:3]
-            if word != 'hello' or not hmac.compare_digest(tok, token) or \
+            try:                  # 'hello TOKEN RANK' within 10 s, or out
+                conn.settimeout(10)
+                reader = conn.makefile('rb')
+                hello = reader.readline(200).split()
+                word, tok, rank = (hello + [b''] * 3)[:3]
+                conn.settimeout(None)
+            except OSError:
+                conn.close()
+                continue
+            if word != b'hello' or not hmac.compare_digest(tok, token) or \
                     not rank.isdigit() or int(rank) >= len(ranks) or \
                     ranks[int(rank)].conn is not None:
                 conn.close()
@@ -731,7 +757,7 @@ def _address_towards(host):
 
 
 def _mpi_rank_main(o):
-    """Inside mpiexec: become this rank's process and report to the launcher."""
+    """Inside mpiexec: run this rank's role, report to the launcher."""
     host, port, token = o.mpi_control.rsplit(':', 2)
     rank = next((os.environ[v] for v in _RANK_VARS if v in os.environ), None)
     if rank is None:
@@ -793,27 +819,26 @@ def _start(o, spec, output):
 
 
 def _run(o, output):
+    """Start the job's processes and watch them to the end: ``(rc, why)``."""
     specs = _plan(o)
-    close = None
-    procs = []
+    procs, close = [], (lambda: None)
     job = _Job(procs, output, o)
     with _Signals(job):
         try:
             if o.launcher == 'mpi':
-                procs[:], close = _start_mpi(o, specs, output)
-            for spec in specs if o.launcher != 'mpi' else []:
-                procs.append(_start(o, spec, output))
-        except BaseException:
+                ranks, close = _start_mpi(o, specs, output)
+                procs.extend(ranks)
+            else:
+                procs.extend(_start(o, spec, output) for spec in specs)
+        except BaseException:         # nothing half-started stays behind
             job.stop([p for p in procs if p.poll() is None])
-            job._end(1, '')
-            if close:
-                close()
+            job.clean_up()
+            close()
             raise
         try:
             return job.run()
         finally:
-            if close:
-                close()
+            close()
 
 
 def launch(command, num_workers, num_servers=None, *, launcher=None,
@@ -824,7 +849,9 @@ def launch(command, num_workers, num_servers=None, *, launcher=None,
 
     ``command`` is a list of words (or one shell line as a string); ``env``,
     ``env_server``, ``env_worker`` are dicts.  Returns a
-    :class:`LaunchResult`; bad arguments raise ``ValueError``.
+    :class:`LaunchResult`; bad arguments raise ``ValueError``, a process
+    that cannot start :class:`LaunchError`, and Ctrl-C (SIGINT) stops the
+    job, then raises ``KeyboardInterrupt``.
 
     >>> launch(['python', 'train.py'], num_workers=2, num_servers=1)
     """
@@ -846,6 +873,8 @@ def launch(command, num_workers, num_servers=None, *, launcher=None,
     o = _options(argv)               # a _UsageError (ValueError) if bad
     output = _Output(echo, capture)
     rc, why = _run(o, output)
+    if rc == 128 + signal.SIGINT:    # Ctrl-C / a notebook's interrupt:
+        raise KeyboardInterrupt(why)  # the job is stopped; stop the caller
     return LaunchResult(rc, why, output.lines)
 
 

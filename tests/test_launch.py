@@ -1,4 +1,4 @@
-"""``python -m d2lmini.launch``: variables, output, failure semantics, ssh, mpi.
+"""``python -m d2lmini.launch``: variables, output, failures, ssh, mpi.
 
 The processes are ``tests/launch_helpers/node.py``: each prints its
 variables, writes its pid to a directory, then exits / sleeps / fails as
@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -51,7 +52,7 @@ def _assert_all_gone(piddir, expected=None, within=10.0):
         assert set(pids) >= {'scheduler-0' if n == 'scheduler' else
                              n.replace(' ', '-') for n in expected}
     deadline = time.monotonic() + within
-    while any(_alive(p) for p in pids.values()) and time.monotonic() < deadline:
+    while any(map(_alive, pids.values())) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert {n: p for n, p in pids.items() if _alive(p)} == {}
 
@@ -110,7 +111,7 @@ def test_every_process_gets_its_role_rank_and_the_job_variables(tmp_path):
 
 def test_the_printed_prefix_and_a_shell_line_command(tmp_path, capfd):
     """The CLI form: ``[worker 1] ...`` on stdout; one word is a shell line."""
-    line = f'{shlex.quote(sys.executable)} {shlex.quote(NODE)} && echo "done $DMLC_ROLE"'
+    line = shlex.join([sys.executable, NODE]) + ' && echo "done $DMLC_ROLE"'
     proc = subprocess.run(
         [sys.executable, '-m', 'd2lmini.launch', '-n', '2', '-s', '1', line],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
@@ -119,28 +120,30 @@ def test_the_printed_prefix_and_a_shell_line_command(tmp_path, capfd):
     out = proc.stdout.splitlines()
     for name in _names(2, 1):
         assert f'[{name}] done {name.split()[0]}' in out
-        assert f'[{name}] note from {name.split()[0]}' in proc.stderr.splitlines()
+        assert f'[{name}] note from {name.split()[0]}' in \
+            proc.stderr.splitlines()
     assert sum(line.startswith('[worker 1] env {') for line in out) == 1
 
 
 def test_one_failed_worker_stops_everyone(tmp_path):
-    result, piddir = _run(tmp_path, 'worker:1=exit:3', '*=sleep:60', n=2, s=2)
+    result, piddir = _run(tmp_path, 'worker:1=late:exit:3', '*=sleep:60',
+                          n=2, s=2)
     assert result.returncode == 1
-    assert result.message.startswith('worker 1 exited with status 3; stopping ')
-    for name in ('scheduler', 'server 0', 'server 1', 'worker 0'):
-        assert name in result.message
-    _assert_all_gone(piddir, ['worker-1', 'worker-0', 'server-1', 'scheduler-0'])
+    assert result.message == ('worker 1 exited with status 3; stopping '
+                              'scheduler, server 0, server 1, worker 0')
+    _assert_all_gone(piddir, _names(2, 2))
 
 
 def test_a_process_killed_by_a_signal_is_named(tmp_path):
-    result, piddir = _run(tmp_path, 'server=signal:9', '*=sleep:60', n=1, s=1)
+    result, piddir = _run(tmp_path, 'server=late:signal:9', '*=sleep:60',
+                          n=1, s=1)
     assert result.returncode == 1
     assert result.message.startswith(
         'server 0 was killed by signal 9 (SIGKILL); stopping')
     _assert_all_gone(piddir)
 
 
-def test_servers_are_not_killed_when_workers_finish_only_after_the_grace(tmp_path):
+def test_servers_outliving_the_workers_are_stopped_after_the_grace(tmp_path):
     # the servers outlive the workers by 0.5 s: shorter than the grace
     ok, piddir = _run(tmp_path, 'server=sleep:0.5', 'scheduler=sleep:0.5',
                       server_grace=30)
@@ -155,14 +158,22 @@ def test_servers_are_not_killed_when_workers_finish_only_after_the_grace(tmp_pat
     _assert_all_gone(piddir)
 
 
-def test_timeout_and_sigkill_after_the_kill_grace(tmp_path):
-    result, piddir = _run(tmp_path, 'server=stubborn', '*=sleep:60',
-                          timeout=0.5, kill_grace=0.3)
+def test_timeout(tmp_path):
+    result, piddir = _run(tmp_path, '*=sleep:60', timeout=0.5)
     assert result.returncode == 124
-    assert result.message.startswith('timed out after 0.5 s; stopping ')
-    said = [t for n, s, t in result.lines if n == 'launch']
-    assert 'server 0 still running 0.3 s after SIGTERM; killing it\n' in said
+    assert result.message == ('timed out after 0.5 s; stopping scheduler, '
+                              'server 0, worker 0, worker 1')
     _assert_all_gone(piddir)
+
+
+def test_sigkill_after_the_kill_grace(tmp_path):
+    result, piddir = _run(tmp_path, 'server=stubborn', 'worker:0=late:exit:1',
+                          '*=sleep:60', kill_grace=0.3)
+    assert result.returncode == 1
+    said = [t for n, s, t in result.lines if n == 'launch']
+    assert said[1:] == ['server 0 still running 0.3 s after SIGTERM; '
+                        'killing it\n']
+    _assert_all_gone(piddir, _names(2, 1))
 
 
 def test_leftover_processes_in_a_group_are_killed(tmp_path):
@@ -174,12 +185,12 @@ def test_leftover_processes_in_a_group_are_killed(tmp_path):
     _assert_all_gone(piddir)
 
 
-def _start_cli(tmp_path, *rules):
+def _start_cli(tmp_path, *rules, options=()):
     piddir = tmp_path / 'pids'
     piddir.mkdir()
     proc = subprocess.Popen(
         [sys.executable, '-m', 'd2lmini.launch', '-n', '2', '-s', '1',
-         '--kill-grace', '2', '--env', f'TEST_PIDDIR:{piddir}',
+         '--kill-grace', '2', '--env', f'TEST_PIDDIR:{piddir}', *options,
          sys.executable, NODE, *rules],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -208,6 +219,39 @@ def test_a_killed_launcher_takes_its_children_along(tmp_path):
     _assert_all_gone(piddir)                 # Linux's parent-death signal
 
 
+def test_ctrl_c_in_python_stops_the_job_then_raises(tmp_path):
+    """launch() from Python (a notebook cell): Ctrl-C stops every process,
+    then KeyboardInterrupt reaches the caller (a loop of runs ends too)."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip('signals reach only the main thread')
+    piddir = tmp_path / 'pids'
+    piddir.mkdir()
+
+    def interrupt():
+        deadline = time.monotonic() + 30
+        while len(list(piddir.iterdir())) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt, match='interrupted by SIGINT'):
+        L.launch([sys.executable, NODE, '*=sleep:60'], 2, 1, echo=False,
+                 env={'TEST_PIDDIR': str(piddir)}, timeout=60, kill_grace=2)
+    _assert_all_gone(piddir, _names(2, 1))
+
+
+def test_a_closed_stdout_does_not_stall_the_job(tmp_path):
+    """``python -m d2lmini.launch ... | head -1``: the rest is drained."""
+    launcher = shlex.join([sys.executable, '-m', 'd2lmini.launch', '-n', '2',
+                           '-s', '1', 'for i in $(seq 30000); do echo $i; '
+                           'done'])
+    proc = subprocess.run(
+        ['bash', '-c', f'{launcher} | head -1; exit ${{PIPESTATUS[0]}}'],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count('\n') == 1
+
+
 # ---------------------------------------------------------------- errors
 @pytest.mark.parametrize('argv,words', [
     (['-n', '0', 'python'], ['-n/--num-workers must be at least 1']),
@@ -224,6 +268,8 @@ def test_a_killed_launcher_takes_its_children_along(tmp_path):
     (['-n', '2', '--launcher', 'ssh', 'python'], ['needs a hostfile']),
     (['-n', '2', '--timeout', '0', 'python'], ['--timeout must be positive']),
     (['-n', '2', '--port', '70000', 'python'], ['--port must be in']),
+    (['-n', '2', '--sync-dst-dir', '/x', 'python'], ['is not supported']),
+    (['-n', 'two', 'python'], ['invalid int value', "'two'"]),
 ])
 def test_bad_command_lines_say_what_is_wrong(argv, words, capsys):
     assert L.main(argv) == 2
@@ -278,7 +324,8 @@ def fake_ssh(tmp_path, monkeypatch):
     monkeypatch.setenv('FAKE_SSH_LOG', str(log))
     monkeypatch.setenv('D2LMINI_PS_SECRET', 's3cr3t')
     hosts = tmp_path / 'hosts'
-    hosts.write_text('# two "machines"\nhostA\n\nhostB:2222   # ssh port\n')
+    hosts.write_text('# two "machines"\nhostA\n\n'
+                     'alice@hostB:2222   # user and ssh port\n')
 
     def calls():
         return [p.read_bytes().decode().split('\0')[:-1]
@@ -286,7 +333,10 @@ def fake_ssh(tmp_path, monkeypatch):
     return str(hosts), calls
 
 
-def test_ssh_command_lines_and_run(tmp_path, fake_ssh):
+@pytest.mark.parametrize('login_shell', ['bash', 'sh'])
+def test_ssh_command_lines_and_run(tmp_path, fake_ssh, login_shell,
+                                   monkeypatch):
+    monkeypatch.setenv('FAKE_SSH_SHELL', login_shell)
     hostfile, calls = fake_ssh
     result, piddir = _run(tmp_path, n=2, s=1, hostfile=hostfile)
     assert (result.returncode, result.message) == (0, '')
@@ -306,12 +356,12 @@ def test_ssh_command_lines_and_run(tmp_path, fake_ssh):
     for argv in argvs:
         ssh_opts, host, remote = argv[:-2], argv[-2], argv[-1]
         assert ssh_opts == ['-o', 'StrictHostKeyChecking=no'] + \
-            (['-p', '2222'] if host == 'hostB' else [])
+            (['-p', '2222'] if host == 'alice@hostB' else [])
         prefix = f'cd {shlex.quote(os.getcwd())} && export '
         assert remote.startswith(prefix)
         exports = dict(w.split('=', 1) for w in
                        shlex.split(remote[len(prefix):].split(' && ')[0]))
-        assert exports['DMLC_NODE_HOST'] == host
+        assert exports['DMLC_NODE_HOST'] == host.replace('alice@', '')
         assert exports['DMLC_PS_ROOT_URI'] == 'hostA'
         assert exports['TEST_PIDDIR'] == str(piddir)
         assert 'IFS= read -r D2LMINI_PS_SECRET && export D2LMINI_PS_SECRET' \
@@ -322,17 +372,28 @@ def test_ssh_command_lines_and_run(tmp_path, fake_ssh):
             ' ' + exports.get('DMLC_WORKER_ID', exports.get('DMLC_SERVER_ID'))
             if exports['DMLC_ROLE'] != 'scheduler' else '')
         by_role[name] = host
-    assert by_role == where
-    _assert_all_gone(piddir, ['scheduler-0', 'server-0', 'worker-0', 'worker-1'])
+    assert by_role == {n: h.replace('hostB', 'alice@hostB')
+                       for n, h in where.items()}
+    _assert_all_gone(piddir, _names(2, 1))
 
 
 def test_ssh_failure_stops_the_remote_processes(tmp_path, fake_ssh):
     hostfile, calls = fake_ssh
-    result, piddir = _run(tmp_path, 'worker:0=exit:3', '*=sleep:60', n=2, s=1,
-                          hostfile=hostfile)
+    result, piddir = _run(tmp_path, 'worker:0=late:exit:3', '*=sleep:60',
+                          n=2, s=1, hostfile=hostfile)
     assert result.returncode == 1
     assert result.message.startswith('worker 0 exited with status 3; stopping')
     _assert_all_gone(piddir, ['scheduler-0', 'server-0', 'worker-1'])
+
+
+def test_a_killed_launcher_stops_the_remote_processes(tmp_path, fake_ssh):
+    hostfile, calls = fake_ssh
+    proc, piddir = _start_cli(tmp_path, '*=sleep:60',
+                              options=['-H', hostfile])
+    assert len(calls()) == 4
+    proc.kill()                 # the ssh clients die, their stdin closes
+    proc.communicate(timeout=30)
+    _assert_all_gone(piddir)    # the remote watchers stopped the processes
 
 
 def test_ssh_with_host_ip_runs_the_scheduler_here(tmp_path, fake_ssh):
@@ -375,11 +436,11 @@ def test_mpi_ranks_become_scheduler_servers_workers(tmp_path):
 
 @needs_mpi
 def test_mpi_failure_stops_every_rank(tmp_path):
-    result, piddir = _run(tmp_path, 'worker:1=exit:3', '*=sleep:60', n=2, s=1,
-                          launcher='mpi')
+    result, piddir = _run(tmp_path, 'worker:1=late:exit:3', '*=sleep:60', n=2,
+                          s=1, launcher='mpi')
     assert result.returncode == 1
     assert result.message.startswith('worker 1 exited with status 3; stopping')
-    _assert_all_gone(piddir, ['worker-1'])
+    _assert_all_gone(piddir, _names(2, 1))
 
 
 def test_a_command_that_cannot_start_is_a_clear_error(tmp_path, capsys):
@@ -391,4 +452,139 @@ def test_a_command_that_cannot_start_is_a_clear_error(tmp_path, capsys):
     # a shell line that fails is a process that fails (status 127)
     result = L.launch(str(tmp_path / 'no-such-program'), 1, 1, echo=False,
                       capture=True)
-    assert result.returncode == 1 and 'exited with status 127' in result.message
+    assert result.returncode == 1
+    assert 'exited with status 127' in result.message
+
+
+# ---------------------------------------------------------------- real job
+DIST_WORKER = str(HERE / 'launch_helpers' / 'dist_worker.py')
+FAST_HEARTBEAT = {'PS_HEARTBEAT_INTERVAL': '0.2', 'PS_HEARTBEAT_TIMEOUT': '5',
+                  'OMP_NUM_THREADS': '1'}
+
+
+def _dist_job(*args, timeout=120):
+    return L.launch([sys.executable, DIST_WORKER, *args], 2, 1,
+                    env=dict(FAST_HEARTBEAT, PYTHONPATH=str(ROOT)),
+                    echo=False, capture=True, timeout=timeout,
+                    server_grace=30, kill_grace=5)
+
+
+def test_a_real_dist_sync_job_through_the_launcher():
+    result = _dist_job()
+    out = ''.join(f'[{n}] {t}' for n, s, t in result.lines)
+    assert (result.returncode, result.message) == (0, ''), out
+    results = {n: json.loads(t.split(' ', 1)[1]) for n, s, t in result.lines
+               if s == 'stdout' and t.startswith('result ')}
+    assert sorted(results) == ['worker 0', 'worker 1']
+    for name, r in results.items():
+        # the prefix is the process whose kv.rank is that rank
+        assert r == {'rank': int(name.split()[1]), 'num_workers': 2,
+                     'worker_id': int(name.split()[1]), 'ok': True}
+
+
+def test_a_failed_worker_stops_a_real_job_at_once():
+    result = _dist_job('fail-after-init')
+    assert result.returncode == 1
+    assert result.message.startswith('worker 1 exited with status 3; stopping')
+    assert not any(t.startswith('result ') for n, s, t in result.lines)
+
+
+@needs_mpi
+def test_mpi_ranks_stop_when_the_launcher_is_killed(tmp_path):
+    proc, piddir = _start_cli(tmp_path, '*=sleep:60',
+                              options=['--launcher', 'mpi'])
+    proc.kill()             # mpiexec gets SIGTERM, the wrappers lose the
+    proc.communicate(timeout=30)       # launcher: each stops its process
+    _assert_all_gone(piddir, _names(2, 1))
+
+
+# ---------------------------------------------------------------- real ssh
+@pytest.fixture
+def real_sshd(tmp_path, monkeypatch):
+    """A private sshd on a free loopback port (key login as this user) and
+    an ``ssh`` on PATH that uses its key; skipped where there is no sshd."""
+    sshd = shutil.which('sshd') or '/usr/sbin/sshd'
+    if not (os.path.exists(sshd) and shutil.which('ssh')
+            and shutil.which('ssh-keygen')):
+        pytest.skip('no sshd/ssh/ssh-keygen (apt-get install openssh-server)')
+    if os.geteuid() != 0:
+        pytest.skip('a private sshd is set up here only as root')
+    d = tmp_path / 'sshd'
+    (d / 'bin').mkdir(parents=True)
+    for key in ('host', 'user'):
+        subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
+                        str(d / key)], check=True, timeout=30)
+    (d / 'authorized_keys').write_text((d / 'user.pub').read_text())
+    port = L._free_port('127.0.0.1')
+    (d / 'config').write_text(
+        f'Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\n'
+        f'AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\n'
+        'UsePAM no\nPermitRootLogin prohibit-password\n')
+    os.makedirs('/run/sshd', exist_ok=True)       # privilege separation
+    server = subprocess.Popen([sshd, '-D', '-f', str(d / 'config'), '-E',
+                               str(d / 'log')], start_new_session=True)
+    try:
+        client = d / 'bin' / 'ssh'
+        client.write_text(
+            f'#!/bin/sh\nexec {shutil.which("ssh")} -i {d}/user -o '
+            'UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes '
+            '"$@"\n')
+        client.chmod(0o755)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            probe = subprocess.run(
+                [str(client), '-o', 'StrictHostKeyChecking=no', '-p',
+                 str(port), '127.0.0.1', 'true'], capture_output=True,
+                timeout=20)
+            if probe.returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.skip(f'the private sshd did not answer: '
+                        f'{(d / "log").read_text()[-300:]}')
+        monkeypatch.setenv('PATH', f'{d / "bin"}{os.pathsep}'
+                                   f'{os.environ["PATH"]}')
+        hosts = tmp_path / 'hosts'
+        hosts.write_text(f'127.0.0.1:{port}\nlocalhost:{port}\n')
+        yield str(hosts)
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
+
+
+def test_real_ssh_runs_a_dist_sync_job_and_stops_remote_processes(
+        tmp_path, real_sshd, monkeypatch):
+    monkeypatch.setenv('D2LMINI_PS_SECRET', 'a "secret" with $pace')
+    monkeypatch.setenv('PYTHONPATH', str(ROOT))
+    # a real job over real ssh: signed messages, the closed-form value
+    result = L.launch([sys.executable, DIST_WORKER], 2, 2, hostfile=real_sshd,
+                      env=FAST_HEARTBEAT, echo=False, capture=True,
+                      timeout=120)
+    out = ''.join(f'[{n}] {t}' for n, s, t in result.lines)
+    assert (result.returncode, result.message) == (0, ''), out
+    assert sum('"ok": true' in t for n, s, t in result.lines) == 2, out
+    # a failure: the processes behind the other ssh connections are stopped
+    result, piddir = _run(tmp_path, 'worker:0=late:exit:3', '*=sleep:60',
+                          hostfile=real_sshd)
+    assert result.returncode == 1
+    assert result.message.startswith('worker 0 exited with status 3; stopping')
+    envs = _envs(result.lines)
+    assert {e['D2LMINI_PS_SECRET'] for e in envs.values()} == \
+        {'a "secret" with $pace'}
+    _assert_all_gone(piddir, _names(2, 1))
+
+
+@needs_mpi
+def test_mpi_runs_a_real_dist_sync_job():
+    result = L.launch([sys.executable, DIST_WORKER], 2, 1, launcher='mpi',
+                      env=dict(FAST_HEARTBEAT, PYTHONPATH=str(ROOT)),
+                      echo=False, capture=True, timeout=120)
+    out = ''.join(t for n, s, t in result.lines)
+    assert (result.returncode, result.message) == (0, ''), out
+    for rank in (0, 1):          # mpiexec's lines carry the wrappers' prefix
+        assert f'[worker {rank}] result {{"rank": {rank}, "num_workers": 2, ' \
+               f'"worker_id": {rank}, "ok": true}}\n' in out
