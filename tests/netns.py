@@ -85,7 +85,7 @@ import sys
 import threading
 import time
 
-__all__ = ['Hosts', 'Host', 'available', 'remove_stale']
+__all__ = ['Hosts', 'Host', 'available', 'remove_stale', 'start_job', 'wait_all']
 
 IP_TIMEOUT = 10          # seconds for one `ip` command
 LINK_UP_TIMEOUT = 5      # seconds for a veth pair to come up
@@ -495,3 +495,61 @@ def _cleanup_at_exit():
             hosts.close()
         except Exception as e:          # noqa: BLE001 -- report, go on
             print(f'netns: cleaning up {hosts!r} failed: {e}', file=sys.stderr)
+
+
+# === a parameter-server job on the hosts =====================================
+def start_job(hosts, argv, num_servers, num_workers, env=None, port=9091,
+              **kwargs):
+    """Start a distributed job: the scheduler on host 0, the servers on the
+    next ``num_servers`` hosts, the workers on the ``num_workers`` after.
+
+    Every process runs the same ``argv`` (as with MXNet's launcher), told
+    its role by MXNet's ``DMLC_*`` variables: ``DMLC_PS_ROOT_URI`` is host
+    0's address, ``DMLC_NODE_HOST`` each host's own, and
+    ``DMLC_SERVER_ID`` / ``DMLC_WORKER_ID`` the rank within its role.
+    ``env`` adds to this process's environment; ``port`` is the scheduler's
+    (any port is free in a namespace just made).  Other keyword arguments go
+    to :meth:`Host.popen` (stdout, cwd...).  Returns ``[(name, host,
+    popen)]`` in that order, names like ``'scheduler'``, ``'server 0'``,
+    ``'worker 1'``; see :func:`wait_all`.
+    """
+    need = 1 + num_servers + num_workers
+    if len(hosts) < need:
+        raise ValueError(f'a job with {num_servers} servers and {num_workers} '
+                         f'workers needs {need} hosts, there are {len(hosts)}')
+    base = dict(os.environ, **(env or {}))
+    base.update(DMLC_PS_ROOT_URI=hosts[0].addr, DMLC_PS_ROOT_PORT=str(port),
+                DMLC_NUM_SERVER=str(num_servers),
+                DMLC_NUM_WORKER=str(num_workers))
+    names = (['scheduler'] + [f'server {i}' for i in range(num_servers)]
+             + [f'worker {i}' for i in range(num_workers)])
+    job = []
+    for host, name in zip(hosts, names):
+        role, _, rank = name.partition(' ')
+        role_env = dict(base, DMLC_ROLE=role, DMLC_NODE_HOST=host.addr)
+        if rank:
+            role_env['DMLC_WORKER_ID' if role == 'worker'
+                     else 'DMLC_SERVER_ID'] = rank
+        job.append((name, host, host.popen(argv, env=role_env, **kwargs)))
+    return job
+
+
+def wait_all(job, timeout):
+    """Wait for every process of ``job`` (from :func:`start_job`), at most
+    ``timeout`` seconds in all; a process still running then is killed.
+
+    Returns ``[(out, err)]`` in the job's order (``None`` for a stream that
+    was not piped).
+    """
+    deadline = time.monotonic() + timeout
+    outputs = []
+    for _, _, proc in job:
+        try:
+            outputs.append(proc.communicate(
+                timeout=max(0.1, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            _stop_groups([proc], KILL_GRACE)
+            out, err = proc.communicate()
+            note = f'[killed: still running after {timeout} s]'
+            outputs.append((out, note if err is None else f'{err}\n{note}'))
+    return outputs

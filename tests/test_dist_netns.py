@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -28,11 +27,9 @@ pytestmark = pytest.mark.skipif(not OK, reason=f'no network namespaces: {WHY}')
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 90            # seconds for the whole job
 ROUNDS, LR = 3, 0.25
-# A fresh namespace has no listening sockets: any port is free in host 0.
-PORT = 9091
 
 WORKER = textwrap.dedent('''
-    import json, sys
+    import json, socket, sys
     import d2lmini as mx
     from d2lmini import nd
 
@@ -58,8 +55,21 @@ WORKER = textwrap.dedent('''
             kv.push(k, nd.ones(shape) * (kv.rank + 1))
     sgd = pull_all()
     kv.barrier()
+
+    def tcp_endpoints():
+        """(local, remote) addresses of this host's open TCP connections,
+        from the kernel's table (the namespace holds this process alone)."""
+        def addr(field):
+            raw = bytes.fromhex(field.split(':')[0])
+            return socket.inet_ntoa(raw[::-1] if sys.byteorder == 'little'
+                                    else raw)
+        with open('/proc/net/tcp') as f:
+            rows = [line.split() for line in f.readlines()[1:]]
+        return sorted({(addr(r[1]), addr(r[2])) for r in rows if r[3] == '01'})
+
     print(json.dumps({'rank': kv.rank, 'num_workers': kv.num_workers,
-                      'plain': plain, 'sgd': sgd}), flush=True)
+                      'plain': plain, 'sgd': sgd,
+                      'tcp': tcp_endpoints()}), flush=True)
 ''')
 
 
@@ -67,31 +77,22 @@ def test_dist_sync_across_five_hosts(tmp_path):
     pytest.importorskip('d2lmini.kvstore.dist')
     script = tmp_path / 'worker.py'
     script.write_text(WORKER)
-    roles = (['scheduler'] + [f'server {i}' for i in range(2)]
-             + [f'worker {i}' for i in range(2)])
-    with netns.Hosts(len(roles), prefix='d2ldist') as hosts:
-        base = dict(os.environ, PYTHONPATH=ROOT, PYTHONUNBUFFERED='1',
-                    OMP_NUM_THREADS='1',
-                    DMLC_PS_ROOT_URI=hosts[0].addr, DMLC_PS_ROOT_PORT=str(PORT),
-                    DMLC_NUM_SERVER='2', DMLC_NUM_WORKER='2',
-                    MXNET_KVSTORE_BIGARRAY_BOUND='100',
-                    PS_HEARTBEAT_INTERVAL='0.2', PS_HEARTBEAT_TIMEOUT='5')
-        procs = []
-        for host, name in zip(hosts, roles):
-            role, _, rank = name.partition(' ')
-            env = dict(base, DMLC_ROLE=role, DMLC_NODE_HOST=host.addr)
-            if rank:
-                env['DMLC_WORKER_ID' if role == 'worker'
-                    else 'DMLC_SERVER_ID'] = rank
-            # The same command for every role, as with MXNet's launcher.
-            procs.append(host.popen(
-                [sys.executable, str(script), str(ROUNDS), str(LR)], env=env,
-                cwd=str(tmp_path), stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True))
-        outputs = _finish(procs, TIMEOUT)
-        report = '\n'.join(f'--- {name} ({host.addr}): rc={p.returncode}\n'
-                           f'{out}{err}' for name, host, p, (out, err)
-                           in zip(roles, hosts, procs, outputs))
+    with netns.Hosts(5, prefix='d2ldist') as hosts:
+        job = netns.start_job(
+            hosts, [sys.executable, str(script), str(ROUNDS), str(LR)],
+            num_servers=2, num_workers=2,
+            env=dict(PYTHONPATH=ROOT, PYTHONUNBUFFERED='1', OMP_NUM_THREADS='1',
+                     MXNET_KVSTORE_BIGARRAY_BOUND='100',
+                     PS_HEARTBEAT_INTERVAL='0.2', PS_HEARTBEAT_TIMEOUT='5'),
+            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        outputs = netns.wait_all(job, TIMEOUT)
+    procs = [p for _, _, p in job]
+    report = '\n'.join(f'--- {name} ({host.addr}): rc={p.returncode}\n'
+                       f'{out}{err}' for (name, host, p), (out, err)
+                       in zip(job, outputs))
+    assert [name for name, _, _ in job] == ['scheduler', 'server 0',
+                                            'server 1', 'worker 0', 'worker 1']
     assert [p.returncode for p in procs] == [0] * len(procs), report
     s = 2 * 3 / 2                      # W (W + 1) / 2 with W = 2
     expect_sgd = s - ROUNDS * LR * s   # 0.75: exact in float32
@@ -100,20 +101,13 @@ def test_dist_sync_across_five_hosts(tmp_path):
         assert res['rank'] == i and res['num_workers'] == 2, report
         assert res['plain'] == {'3': [s, s], '9': [s, s]}, report
         assert res['sgd'] == {'3': [expect_sgd] * 2, '9': [expect_sgd] * 2}, report
+        # The worker's connections run from its own address to the other
+        # hosts' (the scheduler's and both servers' among them), none
+        # through a loopback.
+        worker = job[3 + i][1].addr
+        local = {loc for loc, _ in res['tcp']}
+        remote = {rem for _, rem in res['tcp']}
+        assert local == {worker}, report
+        assert {h.addr for _, h, _ in job[:3]} <= remote, report
+        assert not any(a.startswith('127.') for a in remote), report
 
-
-def _finish(procs, timeout):
-    """Every process's (stdout, stderr), waiting at most ``timeout`` s in
-    all; a process still running then is left to the hosts' cleanup."""
-    deadline = time.monotonic() + timeout
-    outputs = []
-    for p in procs:
-        try:
-            outputs.append(p.communicate(
-                timeout=max(0.1, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, err = p.communicate()
-            outputs.append((out, err + '\n[killed: still running at the '
-                                       'deadline]'))
-    return outputs
