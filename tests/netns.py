@@ -399,7 +399,13 @@ class Hosts:
             except BaseException:
                 self._teardown()
                 raise
-        _catch_sigterm()
+        try:
+            # A Ctrl-C held back while building arrives here, before the
+            # `with` could call __exit__: clean up ourselves.
+            _catch_sigterm()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc):

@@ -315,3 +315,23 @@ def test_wait_all_stops_a_process_at_the_deadline():
             text=True))]
         (out, err), = netns.wait_all(job, timeout=0.5)
         assert job[0][2].returncode is not None and 'killed' in err
+
+
+@needs_netns
+def test_failure_while_building_leaves_nothing(monkeypatch):
+    real_ip, made = netns._ip, []
+
+    def flaky(*args, check=True):
+        if args[:2] == ('netns', 'add'):
+            made.append(args[2])
+        if args[:1] == ('-n',) and args[1].endswith('-h2') and 'addr' in args:
+            raise netns.NetnsError('simulated: address refused')
+        return real_ip(*args, check=check)
+    monkeypatch.setattr(netns, '_ip', flaky)
+    before_links = _root_links()
+    with pytest.raises(netns.NetnsError, match='simulated'):
+        with netns.Hosts(4, prefix=PREFIX):
+            pass
+    assert len(made) == 4                   # the switch, h0, h1, h2
+    assert not set(made) & _ns_list()
+    assert _root_links() == before_links
