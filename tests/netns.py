@@ -54,9 +54,11 @@ Example (as a script or in a test)::
         client.wait(timeout=30)
 
 From a notebook in ``chapters/`` (the kernel's working directory), run as
-root: this folder is not a package, so put it on the path first::
+root: this folder is not a package, so put it on the path first.  The run
+of chapter 12, a scheduler, two servers and two workers on five hosts, all
+running ``train.py`` (:func:`start_job` sets each one's ``DMLC_*``)::
 
-    import os, sys
+    import os, subprocess, sys
     sys.path.insert(0, os.path.abspath('../tests'))
     import netns
 
@@ -64,14 +66,19 @@ root: this folder is not a package, so put it on the path first::
     if not ok:
         print('no network namespaces here:', why)
     else:
-        env = dict(os.environ, PYTHONPATH=os.path.abspath('..'))
         with netns.Hosts(5, prefix='ch12') as hosts:
-            procs = [h.popen([sys.executable, 'train.py'], env=env)
-                     for h in hosts]
-            ...
+            job = netns.start_job(
+                hosts, [sys.executable, 'train.py'], num_servers=2,
+                num_workers=2, env={'PYTHONPATH': os.path.abspath('..')},
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            outputs = netns.wait_all(job, timeout=60)
+        for (name, host, proc), (out, _) in zip(job, outputs):
+            print(f'[{name} @ {host.addr}] exit {proc.returncode}')
 
-Keep everything that must run on the hosts inside the ``with`` block: the
-hosts and their processes are gone after it.
+Interrupting the kernel (Ctrl-C) inside the block stops the processes and
+removes the hosts, as in a script.  Keep everything that must run on the
+hosts inside the ``with`` block: the hosts and their processes are gone
+after it.
 """
 import atexit
 import ipaddress
@@ -390,6 +397,8 @@ class Hosts:
         ok, why = available()
         if not ok:
             raise NetnsError(f'cannot make network namespaces here: {why}')
+        if not self._closed:
+            raise RuntimeError(f'{self!r} is in use already')
         with _Blocked():
             remove_stale(self.prefix)
             self._closed = False
@@ -445,6 +454,7 @@ class Hosts:
         # Start the search at a number of this run's own, so that parallel
         # runs rarely even try the same subnet.
         self.subnet = _pick_subnet(os.getpid() * 31 + self._number * 7)
+        self._hosts = []
         sw = self.switch
         _ip('netns', 'add', sw)
         self._made.append(sw)
