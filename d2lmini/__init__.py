@@ -48,3 +48,12 @@ def __getattr__(name):
             if e.name != f'{__name__}.{module}':
                 raise                    # the module exists, one of its imports not
     raise AttributeError(f"module 'd2lmini' has no attribute {name!r}")
+
+
+# A scheduler or server of a distributed job (DMLC_ROLE, set by
+# ``python -m d2lmini.launch``) runs its loop here, on import, and exits, as
+# MXNet does: one script serves every role of the job.
+from .kvstore.dist import config as _dist_config
+if _dist_config.role() in ('scheduler', 'server'):
+    from .kvstore.dist import run_role_and_exit
+    run_role_and_exit()

@@ -262,8 +262,11 @@ def test_create_names_types_and_registry():
     assert isinstance(mx.kv.create('device'), mx.kv.KVStoreBase)
     with pytest.raises(ValueError, match="unknown kvstore 'bogus'.*'device'"):
         mx.kv.create('bogus')
-    with pytest.raises(mx.MXNetError, match="'dist_sync'.*registered"):
-        mx.kv.create('dist_sync')
+    with pytest.raises(mx.kv.DistributedError,
+                       match="'dist_sync'.*not part of a distributed job"):
+        mx.kv.create('dist_sync')          # no DMLC_ROLE: not in a job
+    with pytest.raises(mx.MXNetError, match="'horovod'.*registered"):
+        mx.kv.create('horovod')
     with pytest.raises(TypeError):
         mx.kv.create(3)
 

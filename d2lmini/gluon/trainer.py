@@ -208,19 +208,25 @@ class Trainer:
 
     def _init_params(self):
         """Put every parameter in the store and broadcast its first copy."""
-        later = []
-        if self._kvstore is not None:
+        later, keys, firsts, outs = [], [], [], []
+        kv = self._kvstore
+        if kv is not None:
             for p in self._params_to_init:
                 if p._data is None:             # deferred: on a later step
                     later.append(p)
                     continue
                 data, idx = p.list_data(), self._param2idx[p.name]
-                kv = self._kvstore
                 if isinstance(kv, kvs.KVStore) and idx in kv:
                     kv._reinit(idx, data[0])     # a store object used again
                     kv.pull(idx, out=data)
-                else:
+                elif isinstance(kv, kvs.KVStore):
+                    keys.append(idx)
+                    firsts.append(data[0])
+                    outs.append(data)
+                else:                            # a store of the user's: a key a call
                     kv.broadcast(idx, data[0], data)
+            if keys:              # one call: a dist store then waits once
+                kv.broadcast(keys, firsts, outs)
         self._params_to_init = later
 
     def _ensure_init(self):
@@ -323,9 +329,18 @@ class Trainer:
         kv = self._kvstore
         if kv is None:
             return
-        for i, p in enumerate(self._params):
-            if p.grad_req == 'null' or not any(fresh[i]):
-                continue
+        todo = [i for i, p in enumerate(self._params)
+                if p.grad_req != 'null' and any(fresh[i])]
+        if self._distributed and todo:
+            # one call for all keys: every push leaves before the first pull
+            # waits, so the network round trips overlap instead of adding up
+            grads = [self._params[i].list_grad() for i in todo]
+            out = [self._params[i].list_data() for i in todo] \
+                if self._update_on_kvstore else None
+            kv.pushpull(todo, grads, out=out)
+            return
+        for i in todo:
+            p = self._params[i]
             if self._update_on_kvstore:
                 kv.pushpull(i, p.list_grad(), out=p.list_data(), priority=-i)
             else:

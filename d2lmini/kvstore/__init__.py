@@ -6,12 +6,14 @@
 
 :mod:`.base` is the interface and the registry of store names,
 :mod:`.kvstore` the front end every store shares (keys, checks, updater,
-optimizer states), :mod:`.local` the in-process stores, :mod:`.states` the
-optimizer-states file.
+optimizer states), :mod:`.local` the in-process stores, :mod:`.dist` the
+parameter server across processes (``dist_sync``, ``dist_async``...),
+:mod:`.states` the optimizer-states file.
 """
 from .base import KVStoreBase, KVStoreError, TestStore, create
 from .kvstore import KVStore
 from .local import LocalStore
+from .dist.config import DistributedError
 
 __all__ = ['KVStoreBase', 'KVStore', 'LocalStore', 'KVStoreError', 'TestStore',
-           'create']
+           'DistributedError', 'create']

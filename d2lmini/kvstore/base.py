@@ -11,10 +11,11 @@ registers itself under its class name::
         ...
     kv = mx.kv.create('mystore')
 
-``create('local')`` and ``create('device')`` are built in
-(:mod:`d2lmini.kvstore.local`); ``dist_sync``, ``dist_async``,
-``dist_device_sync`` and ``horovod`` are names that the distributed stores
-register when they are imported.
+``create('local')`` and ``create('device')`` (:mod:`d2lmini.kvstore.local`)
+and ``create('dist_sync')``, ``'dist_async'``, ``'dist_sync_device'``,
+``'dist_device_async'`` (:mod:`d2lmini.kvstore.dist`, in a process of a
+distributed job) are built in; ``horovod`` is a name that its store
+registers when it is imported.
 """
 import warnings
 
@@ -121,15 +122,15 @@ class TestStore(KVStoreBase):
         return 1
 
 
-# Names whose stores live in modules not written yet (issues 8 and 9): they
+# Names whose stores live in modules not written yet (issue 9): they
 # register themselves on import; until then ``create`` says so.
-_LATER = ('dist_sync', 'dist_async', 'dist_device_sync', 'dist_sync_device',
-          'dist', 'horovod', 'byteps', 'nccl')
+_LATER = ('horovod', 'byteps', 'nccl')
 
 
 def create(name='local'):
     """Make a KVStore: ``'local'`` (reduce on the CPU), ``'device'`` (reduce
-    on the devices), or any registered name.
+    on the devices), ``'dist_sync'`` & co. (on parameter servers: in a
+    worker of a distributed job), or any registered name.
 
     >>> kv = mx.kv.create('device')
     >>> kv.type
@@ -143,6 +144,10 @@ def create(name='local'):
     from . import local
     if name in local.NAMES:
         return local.LocalStore(name)
+    if name.startswith('dist'):
+        from .dist import store
+        if name in store.NAMES:
+            return store.DistKVStore(name)
     known = sorted(set(local.NAMES) | set(KVStoreBase.kv_registry))
     if any(name.startswith(p) for p in _LATER):
         raise KVStoreError(
