@@ -515,7 +515,7 @@ def _cleanup_at_exit():
 
 # === a parameter-server job on the hosts =====================================
 def start_job(hosts, argv, num_servers, num_workers, env=None, port=9091,
-              **kwargs):
+              env_of=None, **kwargs):
     """Start a distributed job: the scheduler on host 0, the servers on the
     next ``num_servers`` hosts, the workers on the ``num_workers`` after.
 
@@ -523,8 +523,10 @@ def start_job(hosts, argv, num_servers, num_workers, env=None, port=9091,
     its role by MXNet's ``DMLC_*`` variables: ``DMLC_PS_ROOT_URI`` is host
     0's address, ``DMLC_NODE_HOST`` each host's own, and
     ``DMLC_SERVER_ID`` / ``DMLC_WORKER_ID`` the rank within its role.
-    ``env`` adds to this process's environment; ``port`` is the scheduler's
-    (any port is free in a namespace just made).  Other keyword arguments go
+    ``env`` adds to this process's environment, ``env_of(name, host)``, if
+    given, a dict for one process (to misconfigure one on purpose, say);
+    ``port`` is the scheduler's (any port is free in a namespace just
+    made).  Other keyword arguments go
     to :meth:`Host.popen` (stdout, cwd...).  Returns ``[(name, host,
     popen)]`` in that order, names like ``'scheduler'``, ``'server 0'``,
     ``'worker 1'``; see :func:`wait_all`.
@@ -546,6 +548,8 @@ def start_job(hosts, argv, num_servers, num_workers, env=None, port=9091,
         if rank:
             role_env['DMLC_WORKER_ID' if role == 'worker'
                      else 'DMLC_SERVER_ID'] = rank
+        if env_of is not None:
+            role_env.update(env_of(name, host))
         job.append((name, host, host.popen(argv, env=role_env, **kwargs)))
     return job
 

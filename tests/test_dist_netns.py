@@ -73,24 +73,31 @@ WORKER = textwrap.dedent('''
 ''')
 
 
-def test_dist_sync_across_five_hosts(tmp_path):
+def _run_job(tmp_path, heartbeat_timeout=5, env_of=None):
+    """The job on five hosts; its [(name, host, popen)], outputs, report."""
     pytest.importorskip('d2lmini.kvstore.dist')
     script = tmp_path / 'worker.py'
     script.write_text(WORKER)
     with netns.Hosts(5, prefix='d2ldist') as hosts:
         job = netns.start_job(
             hosts, [sys.executable, str(script), str(ROUNDS), str(LR)],
-            num_servers=2, num_workers=2,
+            num_servers=2, num_workers=2, env_of=env_of,
             env=dict(PYTHONPATH=ROOT, PYTHONUNBUFFERED='1', OMP_NUM_THREADS='1',
                      MXNET_KVSTORE_BIGARRAY_BOUND='100',
-                     PS_HEARTBEAT_INTERVAL='0.2', PS_HEARTBEAT_TIMEOUT='5'),
+                     PS_HEARTBEAT_INTERVAL='0.2',
+                     PS_HEARTBEAT_TIMEOUT=str(heartbeat_timeout)),
             cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True)
         outputs = netns.wait_all(job, TIMEOUT)
-    procs = [p for _, _, p in job]
     report = '\n'.join(f'--- {name} ({host.addr}): rc={p.returncode}\n'
                        f'{out}{err}' for (name, host, p), (out, err)
                        in zip(job, outputs))
+    return job, outputs, report
+
+
+def test_dist_sync_across_five_hosts(tmp_path):
+    job, outputs, report = _run_job(tmp_path)
+    procs = [p for _, _, p in job]
     assert [name for name, _, _ in job] == ['scheduler', 'server 0',
                                             'server 1', 'worker 0', 'worker 1']
     assert [p.returncode for p in procs] == [0] * len(procs), report
@@ -111,3 +118,17 @@ def test_dist_sync_across_five_hosts(tmp_path):
         assert {h.addr for _, h, _ in job[:3]} <= remote, report
         assert not any(a.startswith('127.') for a in remote), report
 
+
+
+def test_a_server_announcing_loopback_fails_the_job(tmp_path):
+    """The mistake this setup exists to catch: servers that announce
+    127.0.0.1 cannot be reached from the workers' hosts, so the job must
+    fail with an error, neither pass nor hang."""
+    def loopback_servers(name, host):
+        return {'DMLC_NODE_HOST': '127.0.0.1'} if name.startswith('server') else {}
+    job, outputs, report = _run_job(tmp_path, heartbeat_timeout=1,
+                                    env_of=loopback_servers)
+    for (name, _, proc), (_, err) in zip(job, outputs):
+        assert proc.returncode == 1, report       # failed, not killed
+        if name.startswith('worker'):
+            assert 'DistributedError' in err, report
