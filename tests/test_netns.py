@@ -324,7 +324,10 @@ def test_failure_while_building_leaves_nothing(monkeypatch):
     def flaky(*args, check=True):
         if args[:2] == ('netns', 'add'):
             made.append(args[2])
-        if args[:1] == ('-n',) and args[1].endswith('-h2') and 'addr' in args:
+        # Only our own host 2 (the subnet search reads every namespace's
+        # addresses, another run's h2 among them).
+        if (args[0] == '-n' and args[1] in made and args[1].endswith('-h2')
+                and args[2:4] == ('addr', 'add')):
             raise netns.NetnsError('simulated: address refused')
         return real_ip(*args, check=check)
     monkeypatch.setattr(netns, '_ip', flaky)
