@@ -1,14 +1,16 @@
 """The distributed store across hosts: every process in a network namespace
 of its own (tests/netns.py), so every message crosses a network interface.
 
-Host 0 runs the scheduler, hosts 1-2 the servers, hosts 3-4 the workers.
+Host 0 runs the scheduler, the next hosts the servers, then the workers.
 127.0.0.1 in one host is not the loopback of another, so a node that binds
 or announces 127.0.0.1 where it should use its address cannot be reached:
-the job fails (within the bounded wait) instead of passing by accident.
+the job fails instead of passing by accident (a test makes sure it does).
 The workers check MXNet's closed form (as its nightly dist_sync_kvstore
 test does): after every worker pushed ``(rank + 1) * ones``, the servers
 hold the sum; with SGD on the servers, ``N`` rounds give
-``S - N * lr * S``, ``S = W (W + 1) / 2``.
+``S - N * lr * S``, ``S = W (W + 1) / 2``.  A last test has two workers
+read their halves of Fashion-MNIST with ``d2l.load_data_fashion_mnist(...,
+num_parts, part_index)``.
 """
 import json
 import os
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import netns
@@ -132,3 +135,59 @@ def test_a_server_announcing_loopback_fails_the_job(tmp_path):
         assert proc.returncode == 1, report       # failed, not killed
         if name.startswith('worker'):
             assert 'DistributedError' in err, report
+
+
+DATA_WORKER = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import d2lmini as mx
+    from d2lmini import d2l, nd
+
+    kv = mx.kv.create('dist_sync')
+    train_iter, _ = d2l.load_data_fashion_mnist(
+        1000, root=sys.argv[1], num_parts=kv.num_workers, part_index=kv.rank)
+    pixels, hist = 0, np.zeros(10, np.int64)
+    for X, y in train_iter:
+        pixels += int(np.rint(X.asnumpy() * 255).astype(np.int64).sum())
+        hist += np.bincount(y.asnumpy(), minlength=10)
+    # The store adds the workers' label histograms (exact in float32).
+    kv.init(0, nd.zeros(10))
+    kv.push(0, nd.array(hist.astype(np.float32)))
+    total = nd.zeros(10)
+    kv.pull(0, out=total)
+    print(json.dumps({'rank': kv.rank, 'batches': len(train_iter),
+                      'pixels': pixels, 'hist': hist.tolist(),
+                      'total': total.asnumpy().tolist()}), flush=True)
+''')
+
+
+def test_workers_read_their_parts_of_fashion_mnist(tmp_path, fashion_mnist_dir):
+    """d2l.load_data_fashion_mnist(num_parts=W, part_index=rank) on two
+    hosts: each worker reads its half, the halves make the training set."""
+    pytest.importorskip('d2lmini.kvstore.dist')
+    from d2lmini.gluon.data.vision import FashionMNIST
+    images, labels = FashionMNIST(root=str(fashion_mnist_dir))[:60000]
+    images = images.asnumpy().astype(np.int64)
+    script = tmp_path / 'data_worker.py'
+    script.write_text(DATA_WORKER)
+    with netns.Hosts(4, prefix='d2ldist') as hosts:
+        job = netns.start_job(
+            hosts, [sys.executable, str(script), str(fashion_mnist_dir)],
+            num_servers=1, num_workers=2,
+            env=dict(PYTHONPATH=ROOT, PYTHONUNBUFFERED='1',
+                     OMP_NUM_THREADS='1', PS_HEARTBEAT_INTERVAL='0.2',
+                     PS_HEARTBEAT_TIMEOUT='5'),
+            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        outputs = netns.wait_all(job, TIMEOUT)
+    report = '\n'.join(f'--- {name}: rc={p.returncode}\n{out}{err}'
+                       for (name, _, p), (out, err) in zip(job, outputs))
+    assert [p.returncode for _, _, p in job] == [0] * 4, report
+    whole = np.bincount(labels, minlength=10)
+    for rank, (out, _) in enumerate(outputs[2:]):
+        res = json.loads(out.strip().splitlines()[-1])
+        part = slice(rank * 30000, (rank + 1) * 30000)
+        assert res['rank'] == rank and res['batches'] == 30, report
+        assert res['pixels'] == int(images[part].sum()), report
+        assert res['hist'] == np.bincount(labels[part], minlength=10).tolist()
+        assert res['total'] == whole.tolist(), report
