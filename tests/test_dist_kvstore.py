@@ -281,17 +281,20 @@ def test_every_process_writes_its_timeline(tmp_path):
                               'MXNET_KVSTORE_BIGARRAY_BOUND': '20'})
     _results(procs)
     events = trace.load(str(tmp_path))
-    by = {}
+    by, updated = {}, {}
     for e in events:
         assert e['t1'] >= e['t0']
         by.setdefault(e['who'], []).append(e['what'])
+        if e['what'] == 'update':           # one fused update: many keys
+            updated.setdefault(e['who'], []).extend(e['keys'])
     assert set(by) == {'server 0', 'server 1', 'worker 0', 'worker 1'}
     for w in ('worker 0', 'worker 1'):      # 4 params, 3 steps; 4 initial pulls
         assert by[w].count('push') == 12 and by[w].count('pull') == 16
     # both weights (40 and 24 elements > 20) are split over the two servers:
     # 2 + 1 + 2 + 1 parts to update at each of the 3 steps
-    assert all(by[s].count('update') >= 2 * 3 for s in ('server 0', 'server 1'))
-    assert sum(by[s].count('update') for s in ('server 0', 'server 1')) == 6 * 3
+    assert sorted(updated['server 0'] + updated['server 1']) == \
+        sorted([0, 0, 1, 2, 2, 3] * 3)
+    assert updated['server 0'].count(0) == updated['server 1'].count(0) == 3
 
 
 def test_a_deadlock_between_live_workers_is_reported():
@@ -301,4 +304,4 @@ def test_a_deadlock_between_live_workers_is_reported():
     assert all(p.rc == 3 for p in workers), dist_job.report(procs)
     for p in workers:
         assert 'deadlock' in p.err and 'worker 0 in kv.barrier()' in p.err
-        assert "worker 1 in kv.push of key 0" in p.err
+        assert "worker 1 in kv.push of keys [0]" in p.err

@@ -24,6 +24,9 @@ disk.  A store says where the work happens by overriding four methods:
 * ``_pull_key(key, outs)``: copy the stored value into every ``out``;
 * ``_state_context(key)``: where the optimizer state of ``key`` lives.
 
+(and, when many keys can travel together, ``_push_keys`` / ``_pull_keys``,
+which by default call the one-key methods in turn.)
+
 :class:`d2lmini.kvstore.local.LocalStore` keeps values in this process;
 a distributed store sends them to servers instead, with the same front end.
 """
@@ -181,8 +184,7 @@ class KVStore(KVStoreBase):
         """
         pairs, _ = self._pairs('push', key, value)
         self._check_known('push', pairs, 'value')
-        for k, arrays in pairs:
-            self._push_key(k, arrays)
+        self._push_keys(pairs)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
         """Copy the stored value of each key into ``out`` (one or many arrays)."""
@@ -190,8 +192,7 @@ class KVStore(KVStoreBase):
             raise KVStoreError('kv.pull: pass out=, the array(s) to copy into')
         pairs, _ = self._pairs('pull', key, out, 'output')
         self._check_known('pull', pairs, 'output')
-        for k, arrays in pairs:
-            self._pull_key(k, arrays)
+        self._pull_keys(pairs)
 
     def pushpull(self, key, value, out=None, priority=0):
         """``push`` then ``pull``: all-reduce when no updater is set.
@@ -202,10 +203,8 @@ class KVStore(KVStoreBase):
         outs = pairs if out is None else self._pairs('pushpull', key, out, 'output')[0]
         self._check_known('pushpull', pairs, 'value')
         self._check_known('pushpull', outs, 'output')
-        for k, arrays in pairs:
-            self._push_key(k, arrays)
-        for k, arrays in outs:
-            self._pull_key(k, arrays)
+        self._push_keys(pairs)
+        self._pull_keys(outs)
 
     def broadcast(self, key, value, out, priority=0):
         """``init(key, value)`` then ``pull(key, out)``: every ``out`` gets ``value``."""
@@ -220,8 +219,7 @@ class KVStore(KVStoreBase):
                         f'an output on {o.context} is {o.dtype.__name__} of '
                         f'shape {o.shape}')
         self.init(key, value)
-        for k, outs in opairs:
-            self._pull_key(k, outs)
+        self._pull_keys(opairs)
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """MXNet's pull of some rows of a row_sparse value: not here."""
@@ -289,6 +287,16 @@ class KVStore(KVStoreBase):
                      contexts={self._state_context(k) for k in self._meta})
 
     # -- transport: where values are reduced and kept ------------------------------
+    def _push_keys(self, pairs):
+        """Push ``[(key, values)]``: a key at a time, unless a store can do better."""
+        for k, arrays in pairs:
+            self._push_key(k, arrays)
+
+    def _pull_keys(self, pairs):
+        """Pull ``[(key, outs)]``: a key at a time, unless a store can do better."""
+        for k, arrays in pairs:
+            self._pull_key(k, arrays)
+
     def _init_key(self, key, value):
         raise NotImplementedError()
 

@@ -124,6 +124,7 @@ class Server:
         self.left = set()                     # ranks of workers that finished
         self.sending = collections.defaultdict(list)  # (key, part) -> trackers
         self.updater = None
+        self._ready = []                      # (kp, total, [(ident, seq)]) to apply
         self.failure = None
         self._acked = None                    # when the scheduler last answered
 
@@ -148,10 +149,11 @@ class Server:
                 if self.sched in events and self._from_scheduler():
                     return
                 if self.router in events:
-                    for _ in range(64):               # drain, then heartbeat
+                    for _ in range(256):              # drain, update, heartbeat
                         self._from_worker()
                         if not self.router.poll(0):
                             break
+                    self._apply_ready()
                 now = time.monotonic()
                 if self._acked is not None:
                     last_ack, self._acked = self._acked, None
@@ -171,10 +173,12 @@ class Server:
     def _fail(self, message):
         """Answer every waiting push with the error, then raise it."""
         self.failure = message
-        for rnd in self.rounds.values():
-            for ident, seq in rnd.waiting:
-                self._send(ident, 'error', seq=seq, message=message)
+        waiting = [w for rnd in self.rounds.values() for w in rnd.waiting]
+        waiting += [w for _, _, ws in self._ready for w in ws]
+        for ident, seq in waiting:
+            self._send(ident, 'error', seq=seq, message=message)
         self.rounds.clear()
+        self._ready = []
         raise DistributedError(message)
 
     def _from_scheduler(self):
@@ -265,8 +269,7 @@ class Server:
         if h.get('sync', True):
             self._push_sync(kp, int(h['rank']), ident, h['seq'], value)
         else:
-            self._apply(kp, value)
-            self._send(ident, 'ok', seq=h['seq'])
+            self._ready.append((kp, value, [(ident, h['seq'])]))
 
     def _push_sync(self, kp, rank, ident, seq, value):
         rnd = self.rounds.get(kp)
@@ -283,29 +286,51 @@ class Server:
             self._check_complete(kp, rnd)
             return
         del self.rounds[kp]
-        self._apply(kp, rnd.total)
-        for i, s in rnd.waiting:
-            self._send(i, 'ok', seq=s)
+        self._ready.append((kp, rnd.total, rnd.waiting))
         queued, self.backlog[kp] = self.backlog[kp], collections.deque()
         for item in queued:
             self._push_sync(kp, *item)
 
-    def _apply(self, kp, total):
+    def _apply_ready(self):
+        """Apply every update that is ready, then answer its pushes.
+
+        Called once the requests that had arrived are handled, so that the
+        updates of all the keys a step pushed run as one fused optimizer
+        call (one engine operation, not one per key).  A key twice in the
+        list (dist_async, or a backlog round) is applied in order.
+        """
+        while self._ready:
+            batch, later, seen = [], [], set()
+            for item in self._ready:
+                (later if item[0] in seen else batch).append(item)
+                seen.add(item[0])
+            self._ready = later
+            self._apply([(kp, total) for kp, total, _ in batch])
+            for _, _, waiting in batch:
+                for ident, seq in waiting:
+                    self._send(ident, 'ok', seq=seq)
+
+    def _apply(self, updates):
         t0 = time.time()
         if self.updater is None:                  # the sum becomes the value
-            self.store[kp] = _nd.from_numpy(total, zero_copy=True)
-            self.sending.pop(kp, None)
+            for kp, total in updates:
+                self.store[kp] = _nd.from_numpy(total, zero_copy=True)
+                self.sending.pop(kp, None)
             return
-        for tracker in self.sending.pop(kp, []):  # answers still being sent
-            try:
-                tracker.wait(self.cfg.heartbeat_timeout)
-            except zmq.NotDone:
-                log.warning('%s: an answer for key %r is still unsent after '
-                            '%g s', self, kp[0], self.cfg.heartbeat_timeout)
-        self.updater(kp[0], _nd.from_numpy(total, zero_copy=True), self.store[kp])
+        for kp, _ in updates:
+            for tracker in self.sending.pop(kp, []):  # answers still being sent
+                try:
+                    tracker.wait(self.cfg.heartbeat_timeout)
+                except zmq.NotDone:
+                    log.warning('%s: an answer for key %r is still unsent after '
+                                '%g s', self, kp[0], self.cfg.heartbeat_timeout)
+        self.updater([kp[0] for kp, _ in updates],
+                     [_nd.from_numpy(total, zero_copy=True) for _, total in updates],
+                     [self.store[kp] for kp, _ in updates])
         if self.trace:
-            self.store[kp].wait_to_read()
-            self.trace.record('update', t0, key=kp[0])
+            for kp, _ in updates:
+                self.store[kp].wait_to_read()
+            self.trace.record('update', t0, keys=[kp[0] for kp, _ in updates])
 
     def _op_set_optimizer(self, ident, h, arrays):
         o = optimizer_from_spec(h['spec'], str if h.get('key_type') == 'str' else int)

@@ -43,6 +43,13 @@ NAMES = ('dist_sync', 'dist_async', 'dist_sync_device', 'dist_device_sync',
          'dist_device_async', 'dist_async_device', 'dist')
 
 
+def _host(a):
+    """The values of NDArray ``a`` as a NumPy array, without a copy when it
+    lives in host memory (waits for its pending writes)."""
+    v = a._value()
+    return v if isinstance(v, np.ndarray) else a.asnumpy()
+
+
 def partition(key, size, num_servers, bound):
     """``[(server, start, stop)]``: where the flat elements of ``key`` live."""
     if size < bound or num_servers == 1:
@@ -108,7 +115,8 @@ class DistKVStore(KVStore):
                                      self._node.num_servers,
                                      self._node.cfg.bigarray_bound)
         if self.rank == 0:
-            self._send(key, 'init', value.asnumpy())
+            self._send(key, 'init', _host(value))
+            self._node.flush()
 
     def _send(self, key, op, flat, **meta):
         flat = flat.reshape(-1)
@@ -125,20 +133,37 @@ class DistKVStore(KVStore):
         else:
             root = values[0].context if self._on_devices else cpu(0)
             total = collectives.reduce(values, root=root)
-        self._send(key, 'push', total.asnumpy(), sync=self._sync)
+        # sent from the array's own memory (a GPU array: from a host copy);
+        # the push returns once ZeroMQ has read it all, so the caller may
+        # write the array again (as after an engine op has read it)
+        self._send(key, 'push', _host(total), sync=self._sync)
         self._node.trace.record('push', t0, key=key)
 
+    def _push_keys(self, pairs):
+        super()._push_keys(pairs)
+        self._node.flush()
+
     def _pull_key(self, key, outs):
+        self._pull_keys([(key, outs)])
+
+    def _pull_keys(self, pairs):
+        # every request leaves before the first answer is awaited, so the
+        # round trips of many keys overlap
         node, t0 = self._node, time.time()
-        node.wait(self._pending.pop(key, []), f'kv.push of key {key!r}')
-        seqs = [node.request(server, 'pull', key=key, part=part)
-                for part, (server, _, _) in enumerate(self._parts[key])]
-        parts = [arrays[0] for _, arrays in node.wait(seqs, f'kv.pull of key {key!r}')]
-        value = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        value = value.reshape(self._meta[key][0])
-        for o in outs:
-            o[:] = value
-        node.trace.record('pull', t0, key=key)
+        node.wait([s for k, _ in pairs for s in self._pending.pop(k, [])],
+                  f'kv.push of keys {[k for k, _ in pairs]}')
+        asked = [(k, outs, [node.request(server, 'pull', key=k, part=part)
+                            for part, (server, _, _) in enumerate(self._parts[k])])
+                 for k, outs in pairs]
+        for key, outs, seqs in asked:
+            parts = [a[0] for _, a in node.wait(seqs, f'kv.pull of key {key!r}')]
+            value = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            # a received frame is writable memory of ours: share it, copy once
+            value = _nd.from_numpy(np.ascontiguousarray(value).reshape(self._meta[key][0]))
+            for o in outs:
+                o[:] = value
+            node.trace.record('pull', t0, key=key)
+            t0 = time.time()
 
     # -- the optimizer lives on the servers -----------------------------------------
     def set_optimizer(self, optimizer):

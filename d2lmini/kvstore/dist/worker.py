@@ -63,6 +63,7 @@ class Worker:
             self._poller.register(s, zmq.POLLIN)
         self._seq = itertools.count()
         self._replies = {}                  # seq -> (header, arrays)
+        self._unsent = []                   # trackers of arrays being sent
         self.failure = None                 # set by any thread; raised by waits
         self.waiting = None                 # (what, since): told in heartbeats
         self.closed = False
@@ -83,13 +84,29 @@ class Worker:
     # -- requests --------------------------------------------------------------------
     def request(self, server, op, arrays=(), **meta):
         """Send ``op`` to server number ``server`` (None: the scheduler);
-        returns the sequence number its answer will carry."""
+        returns the sequence number its answer will carry.
+
+        The arrays are sent from their own memory (no copy): leave them
+        unchanged until :meth:`flush` returns.
+        """
         self._check()
         seq = next(self._seq)
         sock = self.sched if server is None else self.servers[server]
-        wire.send(sock, wire.pack(op, self.cfg.secret, arrays, seq=seq,
-                                  rank=self.rank, **meta))
+        tracker = wire.send(sock, wire.pack(op, self.cfg.secret, arrays, seq=seq,
+                                            rank=self.rank, **meta), track=bool(arrays))
+        if tracker is not None:
+            self._unsent.append(tracker)
         return seq
+
+    def flush(self):
+        """Wait until ZeroMQ has finished reading every array sent."""
+        while self._unsent:
+            self._check()
+            try:
+                self._unsent[0].wait(0.1)
+                self._unsent.pop(0)
+            except zmq.NotDone:
+                pass
 
     def wait(self, seqs, what):
         """The answers ``[(header, arrays)]`` to ``seqs``, in order.
@@ -115,16 +132,22 @@ class Worker:
                 raise DistributedError(f'{what} failed on {self}: {h.get("message")}')
         return out
 
-    def _receive(self, sock):
+    def _read(self, sock):
+        """One message: ``(header, arrays)``, or None when it was rejected.
+        News of a dead node (from the scheduler) becomes ``self.failure``."""
         try:
             _, h, arrays = wire.recv(sock, self.cfg.secret)
         except wire.BadMessage as e:
             log.warning('%s: rejected a message: %s', self, e)
-            return
+            return None
         if h['op'] == 'dead':
             self.failure = h.get('message', 'a node died')
-        elif h.get('seq') is not None:
-            self._replies[h['seq']] = (h, arrays)
+        return h, arrays
+
+    def _receive(self, sock):
+        got = self._read(sock)
+        if got is not None and got[0]['op'] != 'dead' and got[0].get('seq') is not None:
+            self._replies[got[0]['seq']] = got
 
     def _check(self):
         if self.failure is not None:
@@ -151,17 +174,9 @@ class Worker:
                 wire.send(sock, wire.pack('hb', self.cfg.secret, node=self.name, **info))
                 deadline = time.monotonic() + interval
                 while time.monotonic() < deadline and not self._stop.is_set():
-                    if not sock.poll(50):
-                        continue
-                    try:
-                        _, h, _ = wire.recv(sock, self.cfg.secret)
-                    except wire.BadMessage as e:
-                        log.warning('%s: rejected a message: %s', self, e)
-                        continue
-                    if h['op'] == 'hb_ok':
+                    got = self._read(sock) if sock.poll(50) else None
+                    if got is not None and got[0]['op'] == 'hb_ok':
                         last_ack = time.monotonic()
-                    elif h['op'] == 'dead':
-                        self.failure = h.get('message', 'a node died')
                 silent = time.monotonic() - last_ack
                 if silent > timeout and self.failure is None:
                     self.failure = (f'the scheduler at {self.cfg.scheduler_address} '
