@@ -153,7 +153,7 @@ def _probe():
                        f'(running as uid {os.geteuid()})')
     if shutil.which('ip') is None:
         return False, 'no `ip` command (install iproute2)'
-    name = f'probe-{os.getpid()}-{next(_counter)}-sw'
+    name = f'd2lprobe-{os.getpid()}-{next(_counter)}-sw'
     try:
         _ip('netns', 'add', name)
     except NetnsError as e:
@@ -216,22 +216,38 @@ def _alive(pid):
     return True
 
 
+def _exited(proc):
+    """Whether ``proc`` ended, without reaping it: while its zombie is
+    unreaped, its pid (and so its process group's id) cannot be given to
+    another process, so signalling the group cannot hit a stranger."""
+    try:
+        info = os.waitid(os.P_PID, proc.pid,
+                         os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:        # reaped behind Popen's back
+        return True
+    return info is not None
+
+
 def _stop_groups(procs, grace):
-    """SIGTERM each Popen's process group, SIGKILL what is left after grace."""
-    running = [p for p in procs if p.poll() is None]
-    for p in running:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    """SIGTERM the process group of each Popen not reaped yet, SIGKILL the
+    group after ``grace`` seconds, then reap.
+
+    A process reaped earlier (by ``wait``) is left alone: its id may belong
+    to someone else by now; what it left in a host is killed by pid when the
+    namespace is emptied.
+    """
+    ours = [p for p in procs if p.returncode is None]
+    for p in ours:
+        if not _exited(p):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
     deadline = time.monotonic() + grace
-    for p in running:
-        try:
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-    for p in procs:
-        # The whole group, even when its leader exited: children stay in it.
+    while time.monotonic() < deadline and not all(_exited(p) for p in ours):
+        time.sleep(0.02)
+    for p in ours:
+        # The whole group, its leader alive or a zombie: children stay in it.
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -401,6 +417,7 @@ class Hosts:
             raise RuntimeError(f'{self!r} is in use already')
         with _Blocked():
             remove_stale(self.prefix)
+            remove_stale('d2lprobe')
             self._closed = False
             _live.add(self)
             try:
