@@ -54,9 +54,11 @@ Example (as a script or in a test)::
         client.wait(timeout=30)
 
 From a notebook in ``chapters/`` (the kernel's working directory), run as
-root: this folder is not a package, so put it on the path first::
+root: this folder is not a package, so put it on the path first.  The run
+of chapter 12, a scheduler, two servers and two workers on five hosts, all
+running ``train.py`` (:func:`start_job` sets each one's ``DMLC_*``)::
 
-    import os, sys
+    import os, subprocess, sys
     sys.path.insert(0, os.path.abspath('../tests'))
     import netns
 
@@ -64,14 +66,19 @@ root: this folder is not a package, so put it on the path first::
     if not ok:
         print('no network namespaces here:', why)
     else:
-        env = dict(os.environ, PYTHONPATH=os.path.abspath('..'))
         with netns.Hosts(5, prefix='ch12') as hosts:
-            procs = [h.popen([sys.executable, 'train.py'], env=env)
-                     for h in hosts]
-            ...
+            job = netns.start_job(
+                hosts, [sys.executable, 'train.py'], num_servers=2,
+                num_workers=2, env={'PYTHONPATH': os.path.abspath('..')},
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            outputs = netns.wait_all(job, timeout=60)
+        for (name, host, proc), (out, _) in zip(job, outputs):
+            print(f'[{name} @ {host.addr}] exit {proc.returncode}')
 
-Keep everything that must run on the hosts inside the ``with`` block: the
-hosts and their processes are gone after it.
+Interrupting the kernel (Ctrl-C) inside the block stops the processes and
+removes the hosts, as in a script.  Keep everything that must run on the
+hosts inside the ``with`` block: the hosts and their processes are gone
+after it.
 """
 import atexit
 import ipaddress
@@ -85,7 +92,7 @@ import sys
 import threading
 import time
 
-__all__ = ['Hosts', 'Host', 'available', 'remove_stale']
+__all__ = ['Hosts', 'Host', 'available', 'remove_stale', 'start_job', 'wait_all']
 
 IP_TIMEOUT = 10          # seconds for one `ip` command
 LINK_UP_TIMEOUT = 5      # seconds for a veth pair to come up
@@ -146,7 +153,7 @@ def _probe():
                        f'(running as uid {os.geteuid()})')
     if shutil.which('ip') is None:
         return False, 'no `ip` command (install iproute2)'
-    name = f'probe-{os.getpid()}-{next(_counter)}-sw'
+    name = f'd2lprobe-{os.getpid()}-{next(_counter)}-sw'
     try:
         _ip('netns', 'add', name)
     except NetnsError as e:
@@ -209,22 +216,38 @@ def _alive(pid):
     return True
 
 
+def _exited(proc):
+    """Whether ``proc`` ended, without reaping it: while its zombie is
+    unreaped, its pid (and so its process group's id) cannot be given to
+    another process, so signalling the group cannot hit a stranger."""
+    try:
+        info = os.waitid(os.P_PID, proc.pid,
+                         os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:        # reaped behind Popen's back
+        return True
+    return info is not None
+
+
 def _stop_groups(procs, grace):
-    """SIGTERM each Popen's process group, SIGKILL what is left after grace."""
-    running = [p for p in procs if p.poll() is None]
-    for p in running:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    """SIGTERM the process group of each Popen not reaped yet, SIGKILL the
+    group after ``grace`` seconds, then reap.
+
+    A process reaped earlier (by ``wait``) is left alone: its id may belong
+    to someone else by now; what it left in a host is killed by pid when the
+    namespace is emptied.
+    """
+    ours = [p for p in procs if p.returncode is None]
+    for p in ours:
+        if not _exited(p):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
     deadline = time.monotonic() + grace
-    for p in running:
-        try:
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-    for p in procs:
-        # The whole group, even when its leader exited: children stay in it.
+    while time.monotonic() < deadline and not all(_exited(p) for p in ours):
+        time.sleep(0.02)
+    for p in ours:
+        # The whole group, its leader alive or a zombie: children stay in it.
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -390,8 +413,11 @@ class Hosts:
         ok, why = available()
         if not ok:
             raise NetnsError(f'cannot make network namespaces here: {why}')
+        if not self._closed:
+            raise RuntimeError(f'{self!r} is in use already')
         with _Blocked():
             remove_stale(self.prefix)
+            remove_stale('d2lprobe')
             self._closed = False
             _live.add(self)
             try:
@@ -399,7 +425,13 @@ class Hosts:
             except BaseException:
                 self._teardown()
                 raise
-        _catch_sigterm()
+        try:
+            # A Ctrl-C held back while building arrives here, before the
+            # `with` could call __exit__: clean up ourselves.
+            _catch_sigterm()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc):
@@ -439,6 +471,7 @@ class Hosts:
         # Start the search at a number of this run's own, so that parallel
         # runs rarely even try the same subnet.
         self.subnet = _pick_subnet(os.getpid() * 31 + self._number * 7)
+        self._hosts = []
         sw = self.switch
         _ip('netns', 'add', sw)
         self._made.append(sw)
@@ -495,3 +528,65 @@ def _cleanup_at_exit():
             hosts.close()
         except Exception as e:          # noqa: BLE001 -- report, go on
             print(f'netns: cleaning up {hosts!r} failed: {e}', file=sys.stderr)
+
+
+# === a parameter-server job on the hosts =====================================
+def start_job(hosts, argv, num_servers, num_workers, env=None, port=9091,
+              env_of=None, **kwargs):
+    """Start a distributed job: the scheduler on host 0, the servers on the
+    next ``num_servers`` hosts, the workers on the ``num_workers`` after.
+
+    Every process runs the same ``argv`` (as with MXNet's launcher), told
+    its role by MXNet's ``DMLC_*`` variables: ``DMLC_PS_ROOT_URI`` is host
+    0's address, ``DMLC_NODE_HOST`` each host's own, and
+    ``DMLC_SERVER_ID`` / ``DMLC_WORKER_ID`` the rank within its role.
+    ``env`` adds to this process's environment, ``env_of(name, host)``, if
+    given, a dict for one process (to misconfigure one on purpose, say);
+    ``port`` is the scheduler's (any port is free in a namespace just
+    made).  Other keyword arguments go
+    to :meth:`Host.popen` (stdout, cwd...).  Returns ``[(name, host,
+    popen)]`` in that order, names like ``'scheduler'``, ``'server 0'``,
+    ``'worker 1'``; see :func:`wait_all`.
+    """
+    need = 1 + num_servers + num_workers
+    if len(hosts) < need:
+        raise ValueError(f'a job with {num_servers} servers and {num_workers} '
+                         f'workers needs {need} hosts, there are {len(hosts)}')
+    base = dict(os.environ, **(env or {}))
+    base.update(DMLC_PS_ROOT_URI=hosts[0].addr, DMLC_PS_ROOT_PORT=str(port),
+                DMLC_NUM_SERVER=str(num_servers),
+                DMLC_NUM_WORKER=str(num_workers))
+    names = (['scheduler'] + [f'server {i}' for i in range(num_servers)]
+             + [f'worker {i}' for i in range(num_workers)])
+    job = []
+    for host, name in zip(hosts, names):
+        role, _, rank = name.partition(' ')
+        role_env = dict(base, DMLC_ROLE=role, DMLC_NODE_HOST=host.addr)
+        if rank:
+            role_env['DMLC_WORKER_ID' if role == 'worker'
+                     else 'DMLC_SERVER_ID'] = rank
+        if env_of is not None:
+            role_env.update(env_of(name, host))
+        job.append((name, host, host.popen(argv, env=role_env, **kwargs)))
+    return job
+
+
+def wait_all(job, timeout):
+    """Wait for every process of ``job`` (from :func:`start_job`), at most
+    ``timeout`` seconds in all; a process still running then is killed.
+
+    Returns ``[(out, err)]`` in the job's order (``None`` for a stream that
+    was not piped).
+    """
+    deadline = time.monotonic() + timeout
+    outputs = []
+    for _, _, proc in job:
+        try:
+            outputs.append(proc.communicate(
+                timeout=max(0.1, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            _stop_groups([proc], KILL_GRACE)
+            out, err = proc.communicate()
+            note = f'[killed: still running after {timeout} s]'
+            outputs.append((out, note if err is None else f'{err}\n{note}'))
+    return outputs

@@ -4,6 +4,7 @@ The oracle for "two hosts" is what the kernel says: the address a server
 sees its client connect from, connections refused or unreachable, and the
 namespaces, links and processes that exist before and after.
 """
+import json
 import os
 import signal
 import subprocess
@@ -118,6 +119,16 @@ def test_available_says_why(monkeypatch):
     monkeypatch.setattr(netns.shutil, 'which', lambda name: None)
     ok, why = netns._probe()
     assert not ok and 'iproute2' in why
+    # An unprivileged container: `ip netns add` exists but is refused.
+    monkeypatch.setattr(netns.shutil, 'which', lambda name: '/sbin/ip')
+
+    def refuse(*args, check=True):
+        raise netns.NetnsError('`ip netns add x` failed (exit 1): '
+                               'mount --make-shared /run/netns failed: '
+                               'Operation not permitted')
+    monkeypatch.setattr(netns, '_ip', refuse)
+    ok, why = netns._probe()
+    assert not ok and 'refused' in why and 'not permitted' in why
 
 
 def test_bad_arguments():
@@ -262,3 +273,68 @@ def test_killed_driver_leaves_nothing(sig):
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
     assert not set(names) & _ns_list()
+
+
+SHOW_ENV = textwrap.dedent('''
+    import json, os
+    keys = ['DMLC_ROLE', 'DMLC_NODE_HOST', 'DMLC_PS_ROOT_URI',
+            'DMLC_PS_ROOT_PORT', 'DMLC_NUM_SERVER', 'DMLC_NUM_WORKER',
+            'DMLC_SERVER_ID', 'DMLC_WORKER_ID', 'EXTRA']
+    print(json.dumps({k: os.environ.get(k) for k in keys}))
+''')
+
+
+@needs_netns
+def test_start_job_places_the_roles():
+    with netns.Hosts(4, prefix=PREFIX) as hosts:
+        with pytest.raises(ValueError, match='needs 5 hosts, there are 4'):
+            netns.start_job(hosts, ['true'], num_servers=2, num_workers=2)
+        job = netns.start_job(hosts, _py(SHOW_ENV), num_servers=1,
+                              num_workers=2, env={'EXTRA': 'x'}, port=9000,
+                              stdout=subprocess.PIPE, text=True)
+        outputs = netns.wait_all(job, TIMEOUT)
+    assert [name for name, _, _ in job] == ['scheduler', 'server 0',
+                                            'worker 0', 'worker 1']
+    common = dict(DMLC_PS_ROOT_URI=hosts[0].addr, DMLC_PS_ROOT_PORT='9000',
+                  DMLC_NUM_SERVER='1', DMLC_NUM_WORKER='2', EXTRA='x',
+                  DMLC_SERVER_ID=None, DMLC_WORKER_ID=None)
+    expect = [dict(common, DMLC_ROLE='scheduler'),
+              dict(common, DMLC_ROLE='server', DMLC_SERVER_ID='0'),
+              dict(common, DMLC_ROLE='worker', DMLC_WORKER_ID='0'),
+              dict(common, DMLC_ROLE='worker', DMLC_WORKER_ID='1')]
+    for (name, host, proc), (out, _), want in zip(job, outputs, expect):
+        assert proc.returncode == 0
+        assert json.loads(out) == dict(want, DMLC_NODE_HOST=host.addr)
+
+
+@needs_netns
+def test_wait_all_stops_a_process_at_the_deadline():
+    with netns.Hosts(1, prefix=PREFIX) as hosts:
+        job = [('sleeper', hosts[0], hosts[0].popen(
+            ['sleep', '300'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True))]
+        (out, err), = netns.wait_all(job, timeout=0.5)
+        assert job[0][2].returncode is not None and 'killed' in err
+
+
+@needs_netns
+def test_failure_while_building_leaves_nothing(monkeypatch):
+    real_ip, made = netns._ip, []
+
+    def flaky(*args, check=True):
+        if args[:2] == ('netns', 'add'):
+            made.append(args[2])
+        # Only our own host 2 (the subnet search reads every namespace's
+        # addresses, another run's h2 among them).
+        if (args[0] == '-n' and args[1] in made and args[1].endswith('-h2')
+                and args[2:4] == ('addr', 'add')):
+            raise netns.NetnsError('simulated: address refused')
+        return real_ip(*args, check=check)
+    monkeypatch.setattr(netns, '_ip', flaky)
+    before_links = _root_links()
+    with pytest.raises(netns.NetnsError, match='simulated'):
+        with netns.Hosts(4, prefix=PREFIX):
+            pass
+    assert len(made) == 4                   # the switch, h0, h1, h2
+    assert not set(made) & _ns_list()
+    assert _root_links() == before_links
