@@ -415,14 +415,27 @@ def get_dataloader_workers():
     return 0 if sys.platform.startswith('win') else min(4, os.cpu_count() or 1)
 
 
-def load_data_fashion_mnist(batch_size, resize=None, root=None):
+def load_data_fashion_mnist(batch_size, resize=None, root=None,
+                            num_parts=1, part_index=0):
     """Download the Fashion-MNIST dataset and then load it into memory.
 
     Returns ``(train_iter, test_iter)``: DataLoaders of ``(X, y)`` with
     ``X`` float32 ``(batch, 1, 28, 28)`` (or ``resize`` x ``resize``) in
     [0, 1] and ``y`` int32.  ``root`` is a folder to look in first.
+
+    For distributed training each worker passes ``num_parts=kv.num_workers,
+    part_index=kv.rank``: its ``train_iter`` then reads only its own
+    contiguous part of the training set (``60000 // num_parts`` images, in a
+    new order each epoch), so that the workers together see every image
+    once per epoch and all run the same number of batches, as ``dist_sync``
+    needs.  The last ``60000 % num_parts`` images are left out (none for 2,
+    3, 4, 5 or 6 workers).  ``test_iter`` is the whole test set for
+    everyone.
+
+    >>> train_iter, test_iter = d2l.load_data_fashion_mnist(
+    ...     256, num_parts=kv.num_workers, part_index=kv.rank)
     """
-    from .gluon.data import DataLoader
+    from .gluon.data import DataLoader, SplitSampler
     from .gluon.data.vision import FashionMNIST, transforms
     trans = [transforms.ToTensor()]
     if resize:
@@ -430,8 +443,13 @@ def load_data_fashion_mnist(batch_size, resize=None, root=None):
     trans = transforms.Compose(trans)
     mnist_train = FashionMNIST(root=root, train=True).transform_first(trans)
     mnist_test = FashionMNIST(root=root, train=False).transform_first(trans)
-    return (DataLoader(mnist_train, batch_size, shuffle=True,
-                       num_workers=get_dataloader_workers()),
+    if num_parts == 1 and part_index == 0:
+        shuffle, sampler = True, None
+    else:
+        shuffle, sampler = False, SplitSampler(
+            len(mnist_train), num_parts, part_index, shuffle=True, even=True)
+    return (DataLoader(mnist_train, batch_size, shuffle=shuffle,
+                       sampler=sampler, num_workers=get_dataloader_workers()),
             DataLoader(mnist_test, batch_size, shuffle=False,
                        num_workers=get_dataloader_workers()))
 

@@ -2,10 +2,11 @@
 from .dataset import Dataset, SimpleDataset, ArrayDataset
 from .dataloader import (DataLoader, default_batchify_fn,
                          default_mp_batchify_fn, Sampler, SequentialSampler,
-                         RandomSampler, FilterSampler, BatchSampler)
-from . import vision
+                         RandomSampler, SplitSampler, FilterSampler,
+                         BatchSampler)
+from . import sampler, vision
 
 __all__ = ['Dataset', 'SimpleDataset', 'ArrayDataset', 'DataLoader',
            'default_batchify_fn', 'default_mp_batchify_fn', 'Sampler',
-           'SequentialSampler', 'RandomSampler', 'FilterSampler',
-           'BatchSampler', 'vision']
+           'SequentialSampler', 'RandomSampler', 'SplitSampler',
+           'FilterSampler', 'BatchSampler', 'sampler', 'vision']

@@ -40,10 +40,11 @@ import numpy as np
 
 from ...context import Context, cpu_pinned
 from ...ndarray.ndarray import NDArray, _make, array
+from .dataset import part_range
 
 __all__ = ['DataLoader', 'default_batchify_fn', 'default_mp_batchify_fn',
-           'Sampler', 'SequentialSampler', 'RandomSampler', 'FilterSampler',
-           'BatchSampler']
+           'Sampler', 'SequentialSampler', 'RandomSampler', 'SplitSampler',
+           'FilterSampler', 'BatchSampler']
 
 _CPU = Context('cpu', 0)
 _LAST_BATCH = ('keep', 'discard', 'rollover')
@@ -92,6 +93,49 @@ class RandomSampler(Sampler):
 
     def __len__(self):
         return self._length
+
+
+class SplitSampler(Sampler):
+    """Part ``part_index`` of ``range(length)`` cut in ``num_parts``: what
+    one worker of ``num_parts`` reads in distributed training.
+
+    The part is contiguous, with the sizes of :meth:`Dataset.shard` (the
+    first ``length % num_parts`` parts one longer; all parts together are
+    the whole range).  ``even=True`` gives every part ``length //
+    num_parts`` indices instead, as the ``SplitSampler`` of MXNet's
+    distributed examples, leaving out the last ``length % num_parts``: then
+    every worker runs the same number of batches, which ``dist_sync``
+    needs.  With ``shuffle=True`` the part is visited in a new random order
+    each epoch, drawn from ``np.random`` (``seed=None``) or from a
+    generator of its own seeded with ``seed``.
+
+    >>> sampler = gluon.data.SplitSampler(len(dataset), kv.num_workers,
+    ...                                   kv.rank, shuffle=True)
+    >>> loader = gluon.data.DataLoader(dataset, 256, sampler=sampler)
+    """
+
+    def __init__(self, length, num_parts=1, part_index=0, shuffle=False,
+                 seed=None, even=False):
+        if even:
+            part_range(length, num_parts, part_index)       # the checks
+            size = int(length) // num_parts
+            self._start, self._end = part_index * size, (part_index + 1) * size
+        else:
+            self._start, self._end = part_range(length, num_parts, part_index)
+        self._shuffle = shuffle
+        self._rng = np.random if seed is None else np.random.RandomState(seed)
+
+    def _indices(self):
+        indices = np.arange(self._start, self._end, dtype=np.int64)
+        if self._shuffle:
+            self._rng.shuffle(indices)
+        return indices
+
+    def __iter__(self):
+        return iter(self._indices().tolist())
+
+    def __len__(self):
+        return self._end - self._start
 
 
 class FilterSampler(Sampler):

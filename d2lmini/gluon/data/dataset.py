@@ -27,7 +27,7 @@ True``: it then accepts a stacked batch as well as one example (the
 """
 import numpy as np
 
-__all__ = ['Dataset', 'SimpleDataset', 'ArrayDataset', 'as_numpy']
+__all__ = ['Dataset', 'SimpleDataset', 'ArrayDataset', 'as_numpy', 'part_range']
 
 
 def as_numpy(x):
@@ -38,6 +38,29 @@ def as_numpy(x):
             return np.asarray(x._value())       # the host buffer itself: no copy
         return x.asnumpy()
     return np.asarray(x)
+
+
+def part_range(length, num_parts, part_index, names=('num_parts', 'part_index')):
+    """``(start, end)`` of part ``part_index`` when ``range(length)`` is cut
+    into ``num_parts`` contiguous parts, the first ``length % num_parts``
+    of them one longer (MXNet's ``Dataset.shard``).
+
+    >>> [part_range(10, 3, i) for i in range(3)]
+    [(0, 4), (4, 7), (7, 10)]
+    """
+    n_name, i_name = names
+    for name, value in ((n_name, num_parts), (i_name, part_index)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f'{name} must be an int, got {value!r}')
+    if num_parts < 1:
+        raise ValueError(f'{n_name} must be at least 1, got {num_parts}')
+    if not 0 <= part_index < num_parts:
+        raise ValueError(f'{i_name} must be in [0, {num_parts}) for '
+                         f'{n_name}={num_parts}, got {part_index} (a '
+                         f'worker passes its kv.rank, which counts from 0)')
+    size, extra = divmod(int(length), int(num_parts))
+    start = part_index * size + min(part_index, extra)
+    return int(start), int(start + size + (part_index < extra))
 
 
 def _is_batchable(fn):
@@ -83,14 +106,17 @@ class Dataset:
         return _IndexedDataset(self, np.asarray(keep, dtype=np.int64))
 
     def shard(self, num_shards, index):
-        """The ``index``-th of ``num_shards`` contiguous, near-equal parts."""
-        if not 0 <= index < num_shards:
-            raise ValueError(f'shard index {index} out of range for '
-                             f'{num_shards} shards')
-        n = len(self)
-        size, extra = divmod(n, num_shards)
-        start = index * size + min(index, extra)
-        end = start + size + (index < extra)
+        """The ``index``-th of ``num_shards`` contiguous, near-equal parts.
+
+        As in MXNet: the first ``len(self) % num_shards`` shards hold one
+        example more than the others, and together the shards are the whole
+        dataset.  For distributed training, shard before shuffling, so that
+        every worker keeps to its own examples.
+
+        >>> part = dataset.shard(kv.num_workers, kv.rank)
+        """
+        start, end = part_range(len(self), num_shards, index,
+                                names=('num_shards', 'index'))
         return _IndexedDataset(self, np.arange(start, end, dtype=np.int64))
 
     def take(self, count):
