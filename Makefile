@@ -72,7 +72,8 @@ $(STAMP): requirements.txt pyproject.toml
 test: $(STAMP)
 	@if [ -n "$$(find tests -name 'test_*.py' -o -name '*_test.py' 2>/dev/null)" ]; then \
 	  echo "MPLBACKEND=Agg $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/"; \
-	  MPLBACKEND=Agg $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/; \
+	  PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg \
+	    $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/; \
 	else \
 	  echo "make test: no test files under tests/ yet; skipping pytest tests/"; \
 	fi

@@ -49,6 +49,7 @@ def _seed():
 def _fashion_mnist_dir():
     here = pathlib.Path(__file__).resolve().parent.parent
     for d in [os.environ.get('D2LMINI_TEST_FASHION_MNIST'),
+              os.environ.get('D2LMINI_DATA'),          # as the Makefile sets it
               here.parent / 'shared' / 'data' / 'fashion-mnist',
               here / 'shared' / 'data' / 'fashion-mnist',
               '/usr/share/datasets/fashion-mnist']:

@@ -135,6 +135,7 @@ def test_a_server_announcing_loopback_fails_the_job(tmp_path):
         assert proc.returncode == 1, report       # failed, not killed
         if name.startswith('worker'):
             assert 'DistributedError' in err, report
+            assert 'no answer' in err and 'DMLC_NODE_HOST' in err, report
 
 
 DATA_WORKER = textwrap.dedent('''

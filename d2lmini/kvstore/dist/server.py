@@ -246,6 +246,9 @@ class Server:
                                    f'initialized on this server: call kv.init first')
         return self.store[kp]
 
+    def _op_hello(self, ident, h, arrays):
+        self._send(ident, 'ok', seq=h['seq'])
+
     def _op_init(self, ident, h, arrays):
         (value,) = arrays
         self.store[self._kp(h)] = _nd.array(value, ctx=cpu(0), dtype=value.dtype)

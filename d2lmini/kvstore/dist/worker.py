@@ -80,6 +80,22 @@ class Worker:
         self._beat = threading.Thread(target=self._heartbeat, daemon=True,
                                       name='d2lmini-ps-heartbeat')
         self._beat.start()
+        self._hello()
+
+    def _hello(self):
+        """Make sure every server answers at the address it announced."""
+        seqs = [self.request(s, 'hello') for s in range(self.num_servers)]
+        limit = self.cfg.heartbeat_timeout
+        try:
+            self.wait(seqs, 'the first contact with the servers', timeout=limit)
+        except TimeoutError:
+            silent = [a for s, a in zip(seqs, self.addresses) if s not in self._replies]
+            self.crashed = (f'{self}: no answer in {limit:g} s from the server(s) '
+                            f'at {", ".join(silent)}: the address a server '
+                            f'announces (DMLC_NODE_HOST, default 127.0.0.1) must '
+                            f'be one the workers can reach')
+            self.close()                 # tells the scheduler: the job stops
+            raise DistributedError(self.crashed) from None
 
     def __str__(self):
         return f'{self.name} (pid {os.getpid()})'
@@ -117,18 +133,21 @@ class Worker:
             except zmq.NotDone:
                 pass
 
-    def wait(self, seqs, what):
+    def wait(self, seqs, what, timeout=None):
         """The answers ``[(header, arrays)]`` to ``seqs``, in order.
 
         Raises :class:`DistributedError` when an answer is an error or the
         job failed; never waits forever (a dead node is reported by the
-        scheduler within ``PS_HEARTBEAT_TIMEOUT``).
+        scheduler within ``PS_HEARTBEAT_TIMEOUT``); ``timeout`` seconds:
+        TimeoutError.
         """
         missing = [s for s in seqs if s not in self._replies]
         self.waiting = (what, time.monotonic()) if missing else None
         try:
             while missing:
                 self._check()
+                if timeout is not None and time.monotonic() - self.waiting[1] > timeout:
+                    raise TimeoutError(what)
                 for sock, _ in self._poller.poll(100):
                     while sock.poll(0):
                         self._receive(sock)
