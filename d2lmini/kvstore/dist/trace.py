@@ -57,24 +57,32 @@ COLORS = {'push': 'tab:blue', 'pull': 'tab:green', 'barrier': 'tab:gray',
 
 
 def plot(events, ax=None, t0=None, whats=None):
-    """One row per process, a bar per span, coloured by kind; returns ``ax``."""
+    """One row per process, a bar per span, coloured by kind; returns ``ax``.
+
+    The bars of a row and kind are one ``broken_barh`` (one drawing object,
+    however many spans), so a long job still makes a small figure.
+    """
     import matplotlib.pyplot as plt
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len({e['who'] for e in events})))
     events = [e for e in events if whats is None or e['what'] in whats]
-    order = {'scheduler': 0, 'server': 1, 'worker': 2}
     rows = sorted({e['who'] for e in events},
-                  key=lambda w: (order.get(w.split()[0], 3), w))
+                  key=lambda w: ({'scheduler': 0, 'server': 1, 'worker': 2}
+                                 .get(w.split()[0], 3), w))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(rows)))
     start = min(e['t0'] for e in events) if t0 is None else t0
-    seen = set()
+    spans = {}
     for e in events:
-        color = COLORS.get(e['what'], 'tab:brown')
-        label = None if e['what'] in seen else e['what']
-        seen.add(e['what'])
-        ax.barh(rows.index(e['who']), 1e3 * (e['t1'] - e['t0']),
-                left=1e3 * (e['t0'] - start), color=color, label=label, height=0.6)
+        spans.setdefault((e['who'], e['what']), []).append(
+            (1e3 * (e['t0'] - start), 1e3 * (e['t1'] - e['t0'])))
+    kinds = list(dict.fromkeys(e['what'] for e in events))
+    for (who, what), bars in spans.items():
+        ax.broken_barh(bars, (rows.index(who) - 0.3, 0.6),
+                       color=COLORS.get(what, 'tab:brown'))
+    for what in kinds:                      # one legend entry per kind
+        ax.barh(0, 0, color=COLORS.get(what, 'tab:brown'), label=what)
     ax.set_yticks(range(len(rows)), rows)
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel('time (ms)')
-    ax.legend(loc='upper right', fontsize='small', ncol=len(seen))
+    ax.legend(loc='lower left', bbox_to_anchor=(0, 1.0), fontsize='small',
+              ncol=len(kinds), frameon=False)
     return ax
