@@ -22,14 +22,16 @@ Code written for ``horovod.mxnet`` runs by changing that one import.
 ================  ===========================================================
 """
 from .basics import (HorovodError, init, is_initialized, local_rank, local_size,
-                     mpi_built, rank, settings, shutdown, size)
+                     mpi_built, mpi_enabled, nccl_built, rank, settings, shutdown,
+                     size)
 from .ops import (allgather, allreduce, allreduce_, broadcast, broadcast_,
                   broadcast_parameters, grouped_allreduce)
 from .ring import ring_allreduce
 from .trainer import DistributedOptimizer, DistributedTrainer
 
 __all__ = ['HorovodError', 'init', 'shutdown', 'is_initialized', 'size', 'rank',
-           'local_rank', 'local_size', 'mpi_built', 'settings', 'allreduce',
+           'local_rank', 'local_size', 'mpi_built', 'mpi_enabled', 'nccl_built',
+           'settings', 'allreduce',
            'allreduce_', 'grouped_allreduce', 'allgather', 'broadcast',
            'broadcast_', 'broadcast_parameters', 'ring_allreduce',
            'DistributedTrainer', 'DistributedOptimizer']

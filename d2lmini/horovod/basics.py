@@ -26,7 +26,8 @@ import traceback
 from ..base import MXNetError
 
 __all__ = ['HorovodError', 'init', 'shutdown', 'is_initialized', 'size', 'rank',
-           'local_rank', 'local_size', 'mpi_built', 'settings']
+           'local_rank', 'local_size', 'mpi_built', 'mpi_enabled', 'nccl_built',
+           'settings']
 
 
 class HorovodError(MXNetError, RuntimeError):
@@ -60,6 +61,16 @@ def _read_settings(env):
             'fusion_threshold': number('HOROVOD_FUSION_THRESHOLD', int, 64 << 20),
             'timeline': env.get('HOROVOD_TIMELINE') or None,
             'timeout': number('HOROVOD_TIMEOUT', float, 60.0)}
+
+
+def nccl_built():
+    """Whether allreduce can use NCCL: not in d2lmini yet (GPU tensors are
+    summed through host memory)."""
+    return False
+
+
+def mpi_enabled():
+    return mpi_built()
 
 
 def mpi_built():

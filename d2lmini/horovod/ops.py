@@ -88,7 +88,7 @@ def _timed(op, name, nbytes, algorithm=''):
     return lambda: tl is not None and tl.record(name, op, t0, nbytes, algorithm)
 
 
-def grouped_allreduce(tensors, average=True, name=None, algorithm=None):
+def grouped_allreduce(tensors, average=True, name=None, priority=0, algorithm=None):
     """Allreduce a list of NDArrays; returns new NDArrays.
 
     Tensors of one dtype are packed into buffers of up to
@@ -132,19 +132,20 @@ def grouped_allreduce(tensors, average=True, name=None, algorithm=None):
     return outs
 
 
-def allreduce(tensor, average=True, name=None, algorithm=None):
+def allreduce(tensor, average=True, name=None, priority=0, algorithm=None):
     """The sum (``average=False``) or the mean over the ranks of ``tensor``,
-    as a new NDArray.  (MXNet's KVStore sums; Horovod averages.)"""
-    return grouped_allreduce([tensor], average, name, algorithm)[0]
+    as a new NDArray.  (MXNet's KVStore sums; Horovod averages.)
+    ``priority`` is Horovod's scheduling hint, accepted and unused here."""
+    return grouped_allreduce([tensor], average, name, algorithm=algorithm)[0]
 
 
-def allreduce_(tensor, average=True, name=None, algorithm=None):
+def allreduce_(tensor, average=True, name=None, priority=0, algorithm=None):
     """:func:`allreduce` into ``tensor`` itself; returns it."""
-    tensor[:] = allreduce(tensor, average, name, algorithm)
+    tensor[:] = allreduce(tensor, average, name, algorithm=algorithm)
     return tensor
 
 
-def allgather(tensor, name=None):
+def allgather(tensor, name=None, priority=0):
     """The ranks' tensors concatenated along axis 0, in rank order (their
     first dimensions may differ; the others must not)."""
     _check()
@@ -168,7 +169,7 @@ def allgather(tensor, name=None):
     return _nd.from_numpy(out.reshape((-1,) + mine.shape[1:])).as_in_context(tensor.context)
 
 
-def broadcast(tensor, root_rank, name=None):
+def broadcast(tensor, root_rank, name=None, priority=0):
     """``root_rank``'s ``tensor``, on every rank, as a new NDArray."""
     _check()
     comm, name = _State.comm, _name(name, 'broadcast')
@@ -183,13 +184,13 @@ def broadcast(tensor, root_rank, name=None):
     return _nd.from_numpy(buf).as_in_context(tensor.context)
 
 
-def broadcast_(tensor, root_rank, name=None):
+def broadcast_(tensor, root_rank, name=None, priority=0):
     """:func:`broadcast` into ``tensor`` itself; returns it."""
     tensor[:] = broadcast(tensor, root_rank, name)
     return tensor
 
 
-def broadcast_parameters(params, root_rank=0):
+def broadcast_parameters(params, root_rank=0, prefix=None):
     """Give every rank ``root_rank``'s parameters (call once, after
     initializing, before training).
 
@@ -209,6 +210,7 @@ def broadcast_parameters(params, root_rank=0):
         raise ValueError(f'broadcast_parameters: params must be a ParameterDict, '
                          f'a dict or a list of Parameters, got {type(params).__name__}')
     for name, p in items:
+        name = f'{prefix or ""}{name}'
         if not isinstance(p, Parameter):
             broadcast_(p, root_rank, name=str(name))
             continue
