@@ -163,19 +163,22 @@ def local_rank():
 
 
 class Timeline:
-    """Each collective of this rank as a Chrome trace event (``chrome://tracing``)."""
+    """Each collective of this rank as a Chrome trace event (``chrome://tracing``).
+
+    Times are wall-clock microseconds, so the files of all ranks (one
+    machine, or clocks kept in step) can be laid side by side.
+    """
 
     def __init__(self, path, rank):
         self.path, self.rank, self.events = path, rank, []
-        self.t0 = time.perf_counter()
         import atexit
         atexit.register(self.close)
 
     def record(self, name, op, t0, nbytes, algorithm):
+        """``t0``: ``time.time()`` when the collective began."""
         self.events.append({
             'name': name, 'cat': op, 'ph': 'X', 'pid': self.rank, 'tid': 0,
-            'ts': round(1e6 * (t0 - self.t0), 1),
-            'dur': round(1e6 * (time.perf_counter() - t0), 1),
+            'ts': round(1e6 * t0, 1), 'dur': round(1e6 * (time.time() - t0), 1),
             'args': {'bytes': nbytes, 'algorithm': algorithm}})
 
     def close(self):
