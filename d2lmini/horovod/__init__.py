@@ -19,6 +19,7 @@ Code written for ``horovod.mxnet`` runs by changing that one import.
 :mod:`.ops`       ``allreduce``, ``grouped_allreduce`` (tensor fusion),
                   ``allgather``, ``broadcast``, ``broadcast_parameters``
 :mod:`.trainer`   ``DistributedTrainer``, ``DistributedOptimizer``
+:mod:`.compression`  ``Compression.none`` / ``fp16`` for the gradients
 ================  ===========================================================
 """
 from .basics import (HorovodError, init, is_initialized, local_rank, local_size,
@@ -26,6 +27,7 @@ from .basics import (HorovodError, init, is_initialized, local_rank, local_size,
                      size)
 from .ops import (allgather, allreduce, allreduce_, broadcast, broadcast_,
                   broadcast_parameters, grouped_allreduce)
+from .compression import Compression
 from .ring import ring_allreduce
 from .trainer import DistributedOptimizer, DistributedTrainer
 
@@ -34,4 +36,4 @@ __all__ = ['HorovodError', 'init', 'shutdown', 'is_initialized', 'size', 'rank',
            'settings', 'allreduce',
            'allreduce_', 'grouped_allreduce', 'allgather', 'broadcast',
            'broadcast_', 'broadcast_parameters', 'ring_allreduce',
-           'DistributedTrainer', 'DistributedOptimizer']
+           'DistributedTrainer', 'DistributedOptimizer', 'Compression']

@@ -88,12 +88,15 @@ def _timed(op, name, nbytes, algorithm=''):
     return lambda: tl is not None and tl.record(name, op, t0, nbytes, algorithm)
 
 
-def grouped_allreduce(tensors, average=True, name=None, priority=0, algorithm=None):
+def grouped_allreduce(tensors, average=True, name=None, priority=0,
+                      prescale_factor=1.0, postscale_factor=1.0, algorithm=None):
     """Allreduce a list of NDArrays; returns new NDArrays.
 
     Tensors of one dtype are packed into buffers of up to
     ``HOROVOD_FUSION_THRESHOLD`` bytes (tensor fusion): one collective per
-    buffer instead of one per tensor.
+    buffer instead of one per tensor.  Each tensor is multiplied by
+    ``prescale_factor`` before the sum and the result by
+    ``postscale_factor`` (and by ``1/size()`` when ``average``).
     """
     _check()
     tensors = list(tensors)
@@ -118,9 +121,12 @@ def grouped_allreduce(tensors, average=True, name=None, priority=0, algorithm=No
         fused = f'{name}.fused{g}' if len(groups) > 1 else name
         _agree('allreduce', fused, buf.shape, buf.dtype, algorithm=algorithm)
         done = _timed('allreduce', fused, buf.nbytes, algorithm)
+        if prescale_factor != 1.0:
+            buf *= buf.dtype.type(prescale_factor)
         _sum_(buf, algorithm)
-        if average:
-            buf /= _State.comm.size
+        post = postscale_factor / (_State.comm.size if average else 1)
+        if post != 1.0:
+            buf *= buf.dtype.type(post)
         done()
         offset = 0
         for i, part in zip(idx, parts):
@@ -132,16 +138,20 @@ def grouped_allreduce(tensors, average=True, name=None, priority=0, algorithm=No
     return outs
 
 
-def allreduce(tensor, average=True, name=None, priority=0, algorithm=None):
+def allreduce(tensor, average=True, name=None, priority=0, prescale_factor=1.0,
+              postscale_factor=1.0, algorithm=None):
     """The sum (``average=False``) or the mean over the ranks of ``tensor``,
     as a new NDArray.  (MXNet's KVStore sums; Horovod averages.)
     ``priority`` is Horovod's scheduling hint, accepted and unused here."""
-    return grouped_allreduce([tensor], average, name, algorithm=algorithm)[0]
+    return grouped_allreduce([tensor], average, name, priority, prescale_factor,
+                             postscale_factor, algorithm)[0]
 
 
-def allreduce_(tensor, average=True, name=None, priority=0, algorithm=None):
+def allreduce_(tensor, average=True, name=None, priority=0, prescale_factor=1.0,
+               postscale_factor=1.0, algorithm=None):
     """:func:`allreduce` into ``tensor`` itself; returns it."""
-    tensor[:] = allreduce(tensor, average, name, algorithm=algorithm)
+    tensor[:] = allreduce(tensor, average, name, priority, prescale_factor,
+                          postscale_factor, algorithm)
     return tensor
 
 
