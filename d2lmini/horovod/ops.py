@@ -7,6 +7,7 @@ and a rank that never comes is waited for at most ``HOROVOD_TIMEOUT``
 seconds (Horovod's coordinator plays this part).  Then the data moves, by
 the MPI library's own collective or by :func:`.ring.ring_allreduce`.
 """
+import hashlib
 import itertools
 import json
 import time
@@ -31,9 +32,13 @@ def _host(t):
 
 
 def _agree(op, name, shape, dtype, **extra):
-    """Check that every rank is in this collective with the same arguments."""
+    """Check that every rank is in this collective with the same arguments.
+
+    The time spent waiting for the others is the timeline's ``negotiate``
+    event: a long one points at a straggler.
+    """
     from mpi4py import MPI
-    comm = _State.comm
+    comm, t0 = _State.comm, time.time()
     mine = json.dumps({'op': op, 'name': name, 'shape': list(shape),
                        'dtype': str(dtype), **extra}, separators=(',', ':'))
     raw = mine.encode()[:RECORD].ljust(RECORD, b' ')
@@ -50,11 +55,13 @@ def _agree(op, name, shape, dtype, **extra):
                 f'calls in the same order)')
         if waited > 1e-3:              # give the CPU to the ranks we wait for
             time.sleep(pause)
-            pause = min(2 * pause, 1e-3)
+            pause = min(2 * pause, 2e-4)
     records = [bytes(row).decode(errors='replace').rstrip() for row in everyone]
     if len(set(records)) > 1:
         lines = '; '.join(f'rank {i}: {rec}' for i, rec in enumerate(records))
         raise HorovodError(f'{op} {name!r}: the ranks disagree: {lines}')
+    if _State.timeline is not None:
+        _State.timeline.record(name, 'negotiate', t0, 0, op)
     _ = MPI
 
 
@@ -119,7 +126,11 @@ def grouped_allreduce(tensors, average=True, name=None, priority=0,
         parts = [_host(tensors[i]).reshape(-1) for i in idx]
         buf = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
         fused = f'{name}.fused{g}' if len(groups) > 1 else name
-        _agree('allreduce', fused, buf.shape, buf.dtype, algorithm=algorithm)
+        shapes = json.dumps([list(tensors[i].shape) for i in idx], separators=(',', ':'))
+        if len(shapes) > 96:           # the record is short: a digest of long lists
+            shapes = 'sha1:' + hashlib.sha1(shapes.encode()).hexdigest()[:16]
+        _agree('allreduce', fused, buf.shape, buf.dtype, algorithm=algorithm,
+               shapes=shapes)
         done = _timed('allreduce', fused, buf.nbytes, algorithm)
         if prescale_factor != 1.0:
             buf *= buf.dtype.type(prescale_factor)
