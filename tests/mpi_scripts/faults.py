@@ -1,0 +1,53 @@
+"""Faults, one per argument (the test checks how the job ends).
+
+    mpiexec -n 2 python faults.py shapes|skip_idle|skip_next|kill9
+
+* shapes: one name, shape (3,) on rank 0 and (4,) on rank 1.
+* skip_idle: rank 1 skips a collective and then waits: rank 0 must give up
+  after HOROVOD_TIMEOUT and end the job.
+* skip_next: rank 1 skips a collective and calls the next one.
+* kill9: rank 1 kills itself (SIGKILL) in the middle of training.
+"""
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import d2lmini.horovod as hvd
+from d2lmini import MXNetError, nd
+
+case = sys.argv[1]
+hvd.init()
+rank = hvd.rank()
+print(f'rank {rank}: start', flush=True)
+try:
+    if case == 'shapes':
+        hvd.allreduce(nd.array(np.ones(3 + rank, dtype=np.float32)),
+                      name='weights_0').wait_to_read()
+    elif case == 'skip_idle':
+        if rank != 1:
+            hvd.allreduce(nd.array(np.ones(3)), name='only_rank_0').wait_to_read()
+        else:
+            time.sleep(120)
+    elif case == 'skip_next':
+        if rank != 1:
+            hvd.allreduce(nd.array(np.ones(3)), name='first').wait_to_read()
+        hvd.allreduce(nd.array(np.ones(3)), name='second').wait_to_read()
+    elif case == 'kill9':
+        from _net import make_net, train
+        net = make_net()
+        trainer = hvd.DistributedTrainer(net.collect_params(), 'sgd',
+                                         {'learning_rate': 0.1})
+        for epoch in range(1000):
+            if rank == 1 and epoch == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            train(net, trainer.step)
+            print(f'rank {rank}: epoch {epoch}', flush=True)
+    print(f'rank {rank}: FINISHED', flush=True)
+except hvd.HorovodError as e:
+    print(f'rank {rank}: caught {type(e).__name__} '
+          f'MXNetError={isinstance(e, MXNetError)} '
+          f'RuntimeError={isinstance(e, RuntimeError)}: {e}', flush=True)
+    raise                # uncaught: d2lmini.horovod aborts the whole job
