@@ -78,7 +78,8 @@ test: $(STAMP)
 	  echo "make test: no test files under tests/ yet; skipping pytest tests/"; \
 	fi
 ifneq ($(NOTEBOOKS),)
-	$(BIN)/pytest -p no:cacheprovider -q --nbval-lax --nbval-current-env \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -p no:cacheprovider -q \
+	  --nbval-lax --nbval-current-env \
 	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
 else
 	@echo "make test: no chapters/*.ipynb yet; skipping nbval"
@@ -97,8 +98,8 @@ lab: $(STAMP)
 # then strips timing metadata and widget state but keeps the outputs.
 notebooks: $(STAMP)
 ifneq ($(NOTEBOOKS),)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	  --ExecutePreprocessor.timeout=$(strip $(NB_TIMEOUT)) \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter nbconvert --to notebook \
+	  --execute --inplace --ExecutePreprocessor.timeout=$(strip $(NB_TIMEOUT)) \
 	  --ExecutePreprocessor.kernel_name=python3 \
 	  --ExecutePreprocessor.record_timing=False $(NOTEBOOKS)
 	$(BIN)/python tools/clean_notebook.py $(NOTEBOOKS)

@@ -56,6 +56,11 @@ given with ``-H``, ``local`` otherwise):
     timeout and Ctrl-C behave as with the other launchers even though
     ``mpiexec`` itself does not stop a job when a non-MPI program fails.
     The hostfile, if any, is in your MPI's own format and passed to it.
+    With ``-s 0`` (no scheduler, no servers) the workers are the ranks of
+    one MPI program, which inherits its rank's connection to ``mpiexec``:
+    ``python -m d2lmini.launch -n 4 -s 0 --launcher mpi python train.py``
+    runs a ``d2lmini.horovod`` job as ``horovodrun -np 4`` would, with the
+    launcher's prefixes and failure rules.
 
 A command of several words is run as given (``python train.py --lr 0.1``);
 a single word is a shell command line (``'python train.py > log.$DMLC_ROLE'``).
@@ -430,13 +435,14 @@ if sys.platform.startswith('linux'):
 class _Child:
     """A process on this machine, in a process group of its own."""
 
-    def __init__(self, spec, argv, env, output, stdin_text=None, prefix=True):
+    def __init__(self, spec, argv, env, output, stdin_text=None, prefix=True,
+                 pass_fds=()):
         self.spec, self.name, self.role = spec, spec.name, spec.role
         self.popen = subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.PIPE if stdin_text is not None else
             subprocess.DEVNULL, start_new_session=True,
-            preexec_fn=_die_with_parent)
+            preexec_fn=_die_with_parent, pass_fds=pass_fds)
         self.pid = self.popen.pid
         if stdin_text is not None:       # kept open: closing it stops (ssh)
             try:
@@ -775,7 +781,12 @@ def _mpi_rank_main(o):
     conn.settimeout(None)
     conn.sendall(f'hello {token} {rank}\n'.encode())
     output = _Output()
-    child = _Child(spec, _local_argv(o.command), _child_env(spec.env), output)
+    # the command may be an MPI program itself (d2lmini.horovod with -s 0):
+    # it inherits this rank's connection to mpiexec's process manager
+    pmi = tuple(int(os.environ[v]) for v in ('PMI_FD',)
+                if os.environ.get(v, '').isdigit())
+    child = _Child(spec, _local_argv(o.command), _child_env(spec.env), output,
+                   pass_fds=pmi)
     o.timeout, o.server_grace = None, float('inf')
     job = _Job([child], output, o, quiet=True)
 

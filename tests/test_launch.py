@@ -588,3 +588,28 @@ def test_mpi_runs_a_real_dist_sync_job():
     for rank in (0, 1):          # mpiexec's lines carry the wrappers' prefix
         assert f'[worker {rank}] result {{"rank": {rank}, "num_workers": 2, ' \
                f'"worker_id": {rank}, "ok": true}}\n' in out
+
+
+MPI_PROGRAM = '''
+import numpy as np
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+total = np.zeros(1)
+c.Allreduce(np.array([c.rank + 1.0]), total)
+print(f'rank {c.rank} of {c.size}: sum {total[0]:g}', flush=True)
+'''
+
+
+@needs_mpi
+def test_mpi_workers_only_run_an_mpi_program(tmp_path):
+    """-s 0 under mpiexec: the workers are the MPI ranks of one MPI program
+    (how d2lmini.horovod jobs start: horovodrun's part)."""
+    pytest.importorskip('mpi4py')
+    script = tmp_path / 'allreduce.py'
+    script.write_text(MPI_PROGRAM)
+    result = L.launch([sys.executable, str(script)], 3, 0, launcher="mpi",
+                    timeout=60, echo=False, capture=True)
+    assert (result.returncode, result.message) == (0, '')
+    lines = sorted(text.strip() for name, stream, text in result.lines
+                   if stream == 'stdout')
+    assert lines == [f'[worker {r}] rank {r} of 3: sum 6' for r in range(3)]

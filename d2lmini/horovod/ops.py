@@ -1,0 +1,244 @@
+"""The collectives on NDArrays: allreduce, allgather, broadcast.
+
+Each call first makes sure every rank is in the *same* collective: the
+ranks exchange a short record (operation, name, shape, dtype, root) and
+compare them.  A rank that called something else is named in the error,
+and a rank that never comes is waited for at most ``HOROVOD_TIMEOUT``
+seconds (Horovod's coordinator plays this part).  Then the data moves, by
+the MPI library's own collective or by :func:`.ring.ring_allreduce`.
+"""
+import itertools
+import json
+import time
+
+import numpy as np
+
+from ..ndarray import ndarray as _nd
+from . import ring as _ring
+from .basics import HorovodError, _State, _check
+
+__all__ = ['allreduce', 'allreduce_', 'grouped_allreduce', 'allgather',
+           'broadcast', 'broadcast_', 'broadcast_parameters']
+
+RECORD = 256                     # bytes of the record each rank shows the others
+_unnamed = itertools.count()
+
+
+def _host(t):
+    """The values of NDArray ``t`` as a C-contiguous NumPy array (waits)."""
+    v = t._value()
+    return np.ascontiguousarray(v) if isinstance(v, np.ndarray) else t.asnumpy()
+
+
+def _agree(op, name, shape, dtype, **extra):
+    """Check that every rank is in this collective with the same arguments."""
+    from mpi4py import MPI
+    comm = _State.comm
+    mine = json.dumps({'op': op, 'name': name, 'shape': list(shape),
+                       'dtype': str(dtype), **extra}, separators=(',', ':'))
+    raw = mine.encode()[:RECORD].ljust(RECORD, b' ')
+    everyone = np.empty((comm.size, RECORD), np.uint8)
+    req = comm.Iallgather(np.frombuffer(raw, np.uint8), everyone)
+    start, pause = time.monotonic(), 1e-6
+    while not req.Test():
+        waited = time.monotonic() - start
+        if waited > _State.settings['timeout']:
+            raise HorovodError(
+                f'rank {comm.rank}: waited {waited:.0f} s (HOROVOD_TIMEOUT) for the '
+                f'other ranks to reach {op} {name!r}: a rank died, hangs, or '
+                f'called different collectives (every rank must make the same '
+                f'calls in the same order)')
+        if waited > 1e-3:              # give the CPU to the ranks we wait for
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-3)
+    records = [bytes(row).decode(errors='replace').rstrip() for row in everyone]
+    if len(set(records)) > 1:
+        lines = '; '.join(f'rank {i}: {rec}' for i, rec in enumerate(records))
+        raise HorovodError(f'{op} {name!r}: the ranks disagree: {lines}')
+    _ = MPI
+
+
+def _name(name, op):
+    return f'{op}.noname.{next(_unnamed)}' if name is None else str(name)
+
+
+def _algorithm(algorithm):
+    a = algorithm or _State.settings['allreduce']
+    if a not in ('mpi', 'ring'):
+        raise ValueError(f"algorithm must be 'mpi' or 'ring', got {a!r}")
+    return a
+
+
+def _sum_(buf, algorithm):
+    """Sum the NumPy array ``buf`` over the ranks, in place."""
+    from mpi4py import MPI
+    if algorithm == 'ring':
+        _ring.ring_allreduce(_State.comm, buf)
+    elif buf.dtype == np.float16:      # MPI has no standard half type
+        wide = buf.astype(np.float32)
+        _State.comm.Allreduce(MPI.IN_PLACE, wide, op=MPI.SUM)
+        buf[...] = wide
+    else:
+        _State.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+
+
+def _timed(op, name, nbytes, algorithm=''):
+    tl = _State.timeline
+    t0 = time.time()
+    return lambda: tl is not None and tl.record(name, op, t0, nbytes, algorithm)
+
+
+def grouped_allreduce(tensors, average=True, name=None, priority=0,
+                      prescale_factor=1.0, postscale_factor=1.0, algorithm=None):
+    """Allreduce a list of NDArrays; returns new NDArrays.
+
+    Tensors of one dtype are packed into buffers of up to
+    ``HOROVOD_FUSION_THRESHOLD`` bytes (tensor fusion): one collective per
+    buffer instead of one per tensor.  Each tensor is multiplied by
+    ``prescale_factor`` before the sum and the result by
+    ``postscale_factor`` (and by ``1/size()`` when ``average``).
+    """
+    _check()
+    tensors = list(tensors)
+    outs = [None] * len(tensors)
+    name = _name(name, 'grouped_allreduce')
+    algorithm = _algorithm(algorithm)
+    limit = _State.settings['fusion_threshold']
+    groups, current, size = [], [], 0
+    for i in sorted(range(len(tensors)), key=lambda i: str(tensors[i].dtype)):
+        t = tensors[i]
+        nbytes = t.size * np.dtype(t.dtype).itemsize
+        if current and (size + nbytes > limit or tensors[current[0]].dtype != t.dtype):
+            groups.append(current)
+            current, size = [], 0
+        current.append(i)
+        size += nbytes
+    if current:
+        groups.append(current)
+    for g, idx in enumerate(groups):
+        parts = [_host(tensors[i]).reshape(-1) for i in idx]
+        buf = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+        fused = f'{name}.fused{g}' if len(groups) > 1 else name
+        _agree('allreduce', fused, buf.shape, buf.dtype, algorithm=algorithm)
+        done = _timed('allreduce', fused, buf.nbytes, algorithm)
+        if prescale_factor != 1.0:
+            buf *= buf.dtype.type(prescale_factor)
+        _sum_(buf, algorithm)
+        post = postscale_factor / (_State.comm.size if average else 1)
+        if post != 1.0:
+            buf *= buf.dtype.type(post)
+        done()
+        offset = 0
+        for i, part in zip(idx, parts):
+            t = tensors[i]
+            outs[i] = _nd.from_numpy(buf[offset:offset + part.size].reshape(t.shape).copy()
+                                     if len(idx) > 1 else buf.reshape(t.shape)
+                                     ).as_in_context(t.context)
+            offset += part.size
+    return outs
+
+
+def allreduce(tensor, average=True, name=None, priority=0, prescale_factor=1.0,
+              postscale_factor=1.0, algorithm=None):
+    """The sum (``average=False``) or the mean over the ranks of ``tensor``,
+    as a new NDArray.  (MXNet's KVStore sums; Horovod averages.)
+    ``priority`` is Horovod's scheduling hint, accepted and unused here."""
+    return grouped_allreduce([tensor], average, name, priority, prescale_factor,
+                             postscale_factor, algorithm)[0]
+
+
+def allreduce_(tensor, average=True, name=None, priority=0, prescale_factor=1.0,
+               postscale_factor=1.0, algorithm=None):
+    """:func:`allreduce` into ``tensor`` itself; returns it."""
+    tensor[:] = allreduce(tensor, average, name, priority, prescale_factor,
+                          postscale_factor, algorithm)
+    return tensor
+
+
+def allgather(tensor, name=None, priority=0):
+    """The ranks' tensors concatenated along axis 0, in rank order (their
+    first dimensions may differ; the others must not)."""
+    _check()
+    from mpi4py import MPI
+    comm, name = _State.comm, _name(name, 'allgather')
+    mine = _host(tensor)
+    if mine.ndim == 0:
+        raise HorovodError(f'allgather {name!r}: a scalar has no axis 0 to '
+                           f'concatenate along; reshape it to (1,)')
+    _agree('allgather', name, ('*',) + mine.shape[1:], mine.dtype)
+    done = _timed('allgather', name, mine.nbytes)
+    counts = np.empty(comm.size, np.int64)
+    comm.Allgather(np.array([mine.size], np.int64), counts)
+    out = np.empty(int(counts.sum()), mine.dtype)
+    wide = mine.dtype == np.float16               # no half type in MPI
+    send = mine.reshape(-1).view(np.uint16) if wide else mine.reshape(-1)
+    recv = out.view(np.uint16) if wide else out
+    comm.Allgatherv(send, (recv, counts))
+    done()
+    _ = MPI
+    return _nd.from_numpy(out.reshape((-1,) + mine.shape[1:])).as_in_context(tensor.context)
+
+
+def broadcast(tensor, root_rank, name=None, priority=0):
+    """``root_rank``'s ``tensor``, on every rank, as a new NDArray."""
+    _check()
+    comm, name = _State.comm, _name(name, 'broadcast')
+    if not 0 <= int(root_rank) < comm.size:
+        raise HorovodError(f'broadcast {name!r}: root_rank {root_rank} is not a '
+                           f'rank of this job (0 .. {comm.size - 1})')
+    buf = _host(tensor).copy()
+    _agree('broadcast', name, buf.shape, buf.dtype, root=int(root_rank))
+    done = _timed('broadcast', name, buf.nbytes)
+    comm.Bcast(buf.view(np.uint8), root=int(root_rank))
+    done()
+    return _nd.from_numpy(buf).as_in_context(tensor.context)
+
+
+def broadcast_(tensor, root_rank, name=None, priority=0):
+    """:func:`broadcast` into ``tensor`` itself; returns it."""
+    tensor[:] = broadcast(tensor, root_rank, name)
+    return tensor
+
+
+def broadcast_parameters(params, root_rank=0, prefix=None):
+    """Give every rank ``root_rank``'s parameters (call once, after
+    initializing, before training).
+
+    ``params``: a ``ParameterDict`` (``net.collect_params()``), a dict of
+    Parameters or NDArrays, or a list of Parameters.  A parameter whose
+    initialization is deferred (its shape is known at the first forward) is
+    broadcast right after that initialization, as Horovod does.
+    """
+    _check()
+    from ..gluon.parameter import DeferredInitializationError, Parameter
+    if hasattr(params, 'items'):
+        items = sorted(params.items(), key=lambda kv: str(kv[0]))
+    elif isinstance(params, (list, tuple)) and all(isinstance(p, Parameter)
+                                                   for p in params):
+        items = [(p.name, p) for p in params]
+    else:
+        raise ValueError(f'broadcast_parameters: params must be a ParameterDict, '
+                         f'a dict or a list of Parameters, got {type(params).__name__}')
+    for name, p in items:
+        name = f'{prefix or ""}{name}'
+        if not isinstance(p, Parameter):
+            broadcast_(p, root_rank, name=str(name))
+            continue
+        try:
+            data = p.list_data()
+        except DeferredInitializationError:
+            _broadcast_after_init(p, root_rank, str(name))
+            continue
+        for d in data:
+            broadcast_(d, root_rank, name=str(name))
+
+
+def _broadcast_after_init(p, root_rank, name):
+    init_impl = p._init_impl
+
+    def init_then_broadcast(data, ctx_list):
+        init_impl(data, ctx_list)
+        for d in p.list_data():
+            broadcast_(d, root_rank, name=name)
+        p._init_impl = init_impl
+    p._init_impl = init_then_broadcast
