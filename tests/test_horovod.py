@@ -181,10 +181,18 @@ def test_two_ranks_train_as_one_process_on_the_joined_batch(tmp_path, mode, opt)
 
 # ------------------------------------------------------------- timeline
 @needs_hvd
-def test_timeline_is_a_chrome_trace_with_one_event_per_collective(tmp_path):
+@pytest.mark.parametrize('threshold, fused', [(None, [40000]),
+                                              (16000, [16000, 16000, 8000])])
+def test_timeline_is_a_chrome_trace_with_one_event_per_collective(
+        tmp_path, threshold, fused):
+    """One event per collective; the grouped call of ten 4000-byte tensors
+    is one fused buffer (default 64 MB threshold) or buffers of at most
+    HOROVOD_FUSION_THRESHOLD bytes."""
     path = tmp_path / 'timeline.json'
-    _ok(mpi_job.run('timeline.py', 2, timeout=60,
-                    env={'HOROVOD_TIMELINE': str(path)}))
+    env = {'HOROVOD_TIMELINE': str(path)}
+    if threshold:
+        env['HOROVOD_FUSION_THRESHOLD'] = str(threshold)
+    _ok(mpi_job.run('timeline.py', 2, timeout=60, env=env))
     names = {'t.allreduce.mpi', 't.allreduce.ring', 't.allgather', 't.broadcast'}
     for r in range(2):
         trace = json.loads((tmp_path / f'timeline.rank{r}.json').read_text())
@@ -197,6 +205,10 @@ def test_timeline_is_a_chrome_trace_with_one_event_per_collective(tmp_path):
         algos = {e['name']: e['args'].get('algorithm') for e in ours}
         assert algos['t.allreduce.mpi'] == 'mpi'
         assert algos['t.allreduce.ring'] == 'ring'
+        grouped = [e for e in events if str(e.get('name', '')).startswith('t.grouped')]
+        assert [e['args']['bytes'] for e in grouped] == fused
+        assert len(events) == len(ours) + len(grouped) + sum(
+            e['ph'] == 'M' for e in events)            # nothing else recorded
 
 
 # ------------------------------------------------------------------ faults
@@ -215,6 +227,17 @@ def test_mismatched_shapes_name_the_tensor_and_the_ranks():
     for ln in lines:
         assert 'MXNetError=True RuntimeError=True' in ln
         assert 'weights_0' in ln and '[3]' in ln and '[4]' in ln, ln
+        assert re.search(r'rank\D*0', ln) and re.search(r'rank\D*1', ln), ln
+
+
+@needs_hvd
+def test_mismatched_dtypes_name_the_tensor_and_the_ranks():
+    job = mpi_job.run('faults.py', 2, ['dtypes'], timeout=60)
+    assert not job.killed and job.rc != 0, job.report()
+    lines = _caught(job)
+    assert lines, job.report()
+    for ln in lines:
+        assert 'bias_1' in ln and 'float32' in ln and 'float64' in ln, ln
         assert re.search(r'rank\D*0', ln) and re.search(r'rank\D*1', ln), ln
 
 

@@ -1,8 +1,9 @@
 """Faults, one per argument (the test checks how the job ends).
 
-    mpiexec -n 2 python faults.py shapes|skip_idle|skip_next|kill9
+    mpiexec -n 2 python faults.py shapes|dtypes|skip_idle|skip_next|kill9
 
 * shapes: one name, shape (3,) on rank 0 and (4,) on rank 1.
+* dtypes: one name, float32 on rank 0 and float64 on rank 1.
 * skip_idle: rank 1 skips a collective and then waits: rank 0 must give up
   after HOROVOD_TIMEOUT and end the job.
 * skip_next: rank 1 skips a collective and calls the next one.
@@ -26,6 +27,9 @@ try:
     if case == 'shapes':
         hvd.allreduce(nd.array(np.ones(3 + rank, dtype=np.float32)),
                       name='weights_0').wait_to_read()
+    elif case == 'dtypes':
+        hvd.allreduce(nd.array(np.ones(3), dtype=['float32', 'float64'][rank]),
+                      name='bias_1').wait_to_read()
     elif case == 'skip_idle':
         if rank != 1:
             hvd.allreduce(nd.array(np.ones(3)), name='only_rank_0').wait_to_read()
