@@ -1,13 +1,18 @@
 """Faults, one per argument (the test checks how the job ends).
 
-    mpiexec -n 2 python faults.py shapes|dtypes|skip_idle|skip_next|kill9
+    mpiexec -n 2 python faults.py shapes|dtypes|skip_idle|skip_next|kill9 OUTDIR
+
+A rank that catches a HorovodError writes it to OUTDIR/caught.<rank> (a
+file: what a rank prints can be lost when the job is aborted) and raises
+it again, so that the package's hook aborts the job.
 
 * shapes: one name, shape (3,) on rank 0 and (4,) on rank 1.
 * dtypes: one name, float32 on rank 0 and float64 on rank 1.
 * skip_idle: rank 1 skips a collective and then waits: rank 0 must give up
   after HOROVOD_TIMEOUT and end the job.
 * skip_next: rank 1 skips a collective and calls the next one.
-* kill9: rank 1 kills itself (SIGKILL) in the middle of training.
+* kill9: rank 1 kills itself (SIGKILL) in the middle of training (each
+  rank writes the number of epochs it finished to OUTDIR/epochs.<rank>).
 """
 import os
 import signal
@@ -19,7 +24,7 @@ import numpy as np
 import d2lmini.horovod as hvd
 from d2lmini import MXNetError, nd
 
-case = sys.argv[1]
+case, outdir = sys.argv[1:3]
 hvd.init()
 rank = hvd.rank()
 print(f'rank {rank}: start', flush=True)
@@ -48,10 +53,12 @@ try:
             if rank == 1 and epoch == 2:
                 os.kill(os.getpid(), signal.SIGKILL)
             train(net, trainer.step)
-            print(f'rank {rank}: epoch {epoch}', flush=True)
+            with open(os.path.join(outdir, f'epochs.{rank}'), 'w') as f:
+                f.write(str(epoch + 1))
     print(f'rank {rank}: FINISHED', flush=True)
 except hvd.HorovodError as e:
-    print(f'rank {rank}: caught {type(e).__name__} '
-          f'MXNetError={isinstance(e, MXNetError)} '
-          f'RuntimeError={isinstance(e, RuntimeError)}: {e}', flush=True)
+    with open(os.path.join(outdir, f'caught.{rank}'), 'w') as f:
+        f.write(f'rank {rank}: caught {type(e).__name__} '
+                f'MXNetError={isinstance(e, MXNetError)} '
+                f'RuntimeError={isinstance(e, RuntimeError)}: {e}\n')
     raise                # uncaught: d2lmini.horovod aborts the whole job
