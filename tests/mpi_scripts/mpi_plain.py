@@ -15,15 +15,16 @@ import signal
 import sys
 import time
 
-import numpy as np
-from mpi4py import MPI
+case = sys.argv[1]
+if len(sys.argv) > 2:         # first of all: MPI's start can be slow under load
+    with open(os.path.join(sys.argv[2], f'pid.{os.environ["PMI_RANK"]}'), 'w') as f:
+        f.write(str(os.getpid()))
+
+import numpy as np            # noqa: E402
+from mpi4py import MPI        # noqa: E402
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
-case = sys.argv[1]
-if len(sys.argv) > 2:
-    with open(os.path.join(sys.argv[2], f'pid.{rank}'), 'w') as f:
-        f.write(str(os.getpid()))
 if case == 'hello':
     total = np.zeros(1)
     comm.Allreduce(np.array([rank + 1.0]), total)
