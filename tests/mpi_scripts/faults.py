@@ -1,0 +1,64 @@
+"""Faults, one per argument (the test checks how the job ends).
+
+    mpiexec -n 2 python faults.py shapes|dtypes|skip_idle|skip_next|kill9 OUTDIR
+
+A rank that catches a HorovodError writes it to OUTDIR/caught.<rank> (a
+file: what a rank prints can be lost when the job is aborted) and raises
+it again, so that the package's hook aborts the job.
+
+* shapes: one name, shape (3,) on rank 0 and (4,) on rank 1.
+* dtypes: one name, float32 on rank 0 and float64 on rank 1.
+* skip_idle: rank 1 skips a collective and then waits: rank 0 must give up
+  after HOROVOD_TIMEOUT and end the job.
+* skip_next: rank 1 skips a collective and calls the next one.
+* kill9: rank 1 kills itself (SIGKILL) in the middle of training (each
+  rank writes the number of epochs it finished to OUTDIR/epochs.<rank>).
+"""
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import d2lmini.horovod as hvd
+from d2lmini import MXNetError, nd
+
+case, outdir = sys.argv[1:3]
+hvd.init()
+rank = hvd.rank()
+print(f'rank {rank}: start', flush=True)
+try:
+    if case == 'shapes':
+        hvd.allreduce(nd.array(np.ones(3 + rank, dtype=np.float32)),
+                      name='weights_0').wait_to_read()
+    elif case == 'dtypes':
+        hvd.allreduce(nd.array(np.ones(3), dtype=['float32', 'float64'][rank]),
+                      name='bias_1').wait_to_read()
+    elif case == 'skip_idle':
+        if rank != 1:
+            hvd.allreduce(nd.array(np.ones(3)), name='only_rank_0').wait_to_read()
+        else:
+            time.sleep(120)
+    elif case == 'skip_next':
+        if rank != 1:
+            hvd.allreduce(nd.array(np.ones(3)), name='first').wait_to_read()
+        hvd.allreduce(nd.array(np.ones(3)), name='second').wait_to_read()
+    elif case == 'kill9':
+        from _net import make_net, train
+        net = make_net()
+        trainer = hvd.DistributedTrainer(net.collect_params(), 'sgd',
+                                         {'learning_rate': 0.1})
+        for epoch in range(1000):
+            if rank == 1 and epoch == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            train(net, trainer.step)
+            with open(os.path.join(outdir, f'epochs.{rank}'), 'w') as f:
+                f.write(str(epoch + 1))
+    print(f'rank {rank}: FINISHED', flush=True)
+except hvd.HorovodError as e:
+    with open(os.path.join(outdir, f'caught.{rank}'), 'w') as f:
+        f.write(f'rank {rank}: caught {type(e).__name__} '
+                f'MXNetError={isinstance(e, MXNetError)} '
+                f'RuntimeError={isinstance(e, RuntimeError)}: {e}\n')
+    raise                # uncaught: d2lmini.horovod aborts the whole job
