@@ -197,6 +197,11 @@ def test_timeline_is_a_chrome_trace_with_one_event_per_collective(
     for r in range(2):
         trace = json.loads((tmp_path / f'timeline.rank{r}.json').read_text())
         events = trace['traceEvents'] if isinstance(trace, dict) else trace
+        # each collective: its 'negotiate' wait, then the collective itself
+        waits = [e for e in events if e.get('cat') == 'negotiate']
+        events = [e for e in events if e.get('cat') != 'negotiate']
+        assert sorted(e['name'] for e in waits) == sorted(
+            e['name'] for e in events if e['ph'] == 'X')
         ours = [e for e in events if e.get('name') in names]
         assert sorted(e['name'] for e in ours) == sorted(names)
         for e in ours:
