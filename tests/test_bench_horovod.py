@@ -13,17 +13,6 @@ import bench_horovod  # noqa: E402
 from mpi_job import needs_mpi  # noqa: E402
 
 
-def _has_horovod():
-    import importlib.util
-    try:
-        return importlib.util.find_spec('d2lmini.horovod') is not None
-    except ImportError:
-        return False
-
-
-needs_hvd = pytest.mark.skipif(not _has_horovod(),
-                               reason='d2lmini.horovod is not there yet')
-
 
 def test_bus_bandwidth_is_nccls_convention():
     # 2 ranks: each sends the whole buffer once; 4 ranks: 1.5 times
@@ -38,7 +27,6 @@ def test_sizes_sweep_4_kb_to_64_mb():
 
 
 @needs_mpi
-@needs_hvd
 @pytest.mark.parametrize('n', [2, 3])
 def test_sweep_worker_times_both_algorithms(n):
     # 4100 bytes: 1025 elements, not a multiple of the ranks' chunks; the
@@ -54,7 +42,6 @@ def test_sweep_worker_times_both_algorithms(n):
 
 
 @needs_mpi
-@needs_hvd
 def test_sweep_rows_ratio_is_ring_over_mpi():
     rows = bench_horovod.sweep_rows(ranks=(2,), sizes=[16 << 10], repeat=1)
     assert [r['name'] for r in rows] == ['allreduce 16 KB, 2 ranks']
@@ -64,7 +51,6 @@ def test_sweep_rows_ratio_is_ring_over_mpi():
 
 
 @needs_mpi
-@needs_hvd
 def test_lenet_worker_counts_every_ranks_images():
     res = bench_horovod.run_mpi(['--worker', 'lenet', '--max-steps', '2',
                                  '--synthetic'], 2, timeout=120)

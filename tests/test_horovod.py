@@ -7,7 +7,6 @@ process on the joined batch (training), or with what the issue asks of a
 fault (a clear error naming the tensor and ranks, or an exit in bounded
 time, never a hang).
 """
-import importlib.util
 import json
 import os
 import re
@@ -24,16 +23,6 @@ sys.path.insert(0, mpi_job.SCRIPTS)
 import _data  # noqa: E402
 import _net  # noqa: E402
 
-
-def _has_horovod():
-    try:
-        return importlib.util.find_spec('d2lmini.horovod') is not None
-    except ImportError:
-        return False
-
-
-needs_hvd = pytest.mark.skipif(not _has_horovod(),
-                               reason='d2lmini.horovod is not there yet')
 pytestmark = needs_mpi
 TOL = {'float16': 1e-3, 'float32': 1e-6, 'float64': 1e-12}
 
@@ -84,7 +73,6 @@ def _check(got, expected_f64, dtype, average, n_ranks):
         np.testing.assert_array_equal(got, expected_f64.astype(dtype))
 
 
-@needs_hvd
 @pytest.mark.parametrize('n_ranks', [2, 3, 4])
 def test_collectives_equal_numpy(tmp_path, n_ranks):
     _ok(mpi_job.run('collectives.py', n_ranks, [tmp_path], timeout=120))
@@ -133,7 +121,6 @@ def test_collectives_equal_numpy(tmp_path, n_ranks):
     assert res['broadcast_/same']
 
 
-@needs_hvd
 def test_broadcast_parameters_with_deferred_init(tmp_path):
     _ok(mpi_job.run('broadcast_params.py', 3, [tmp_path], timeout=60))
     got = [dict(np.load(tmp_path / f'params.{r}.npz')) for r in range(3)]
@@ -162,7 +149,6 @@ def _one_process(opt):
     return before, _net.train(net, trainer.step)
 
 
-@needs_hvd
 @pytest.mark.parametrize('mode', ['trainer', 'optimizer'])
 @pytest.mark.parametrize('opt', ['sgd', 'adam'])
 def test_two_ranks_train_as_one_process_on_the_joined_batch(tmp_path, mode, opt):
@@ -180,7 +166,6 @@ def test_two_ranks_train_as_one_process_on_the_joined_batch(tmp_path, mode, opt)
 
 
 # ------------------------------------------------------------- timeline
-@needs_hvd
 @pytest.mark.parametrize('threshold, fused', [(None, [40000]),
                                               (16000, [16000, 16000, 8000])])
 def test_timeline_is_a_chrome_trace_with_one_event_per_collective(
@@ -222,7 +207,6 @@ def _caught(tmp_path):
     return [p.read_text().strip() for p in sorted(tmp_path.glob('caught.*'))]
 
 
-@needs_hvd
 def test_mismatched_shapes_name_the_tensor_and_the_ranks(tmp_path):
     job = mpi_job.run('faults.py', 2, ['shapes', tmp_path], timeout=60)
     assert not job.killed and job.rc != 0, job.report()
@@ -234,7 +218,6 @@ def test_mismatched_shapes_name_the_tensor_and_the_ranks(tmp_path):
         assert re.search(r'rank\D*0', ln) and re.search(r'rank\D*1', ln), ln
 
 
-@needs_hvd
 def test_mismatched_dtypes_name_the_tensor_and_the_ranks(tmp_path):
     job = mpi_job.run('faults.py', 2, ['dtypes', tmp_path], timeout=60)
     assert not job.killed and job.rc != 0, job.report()
@@ -245,7 +228,6 @@ def test_mismatched_dtypes_name_the_tensor_and_the_ranks(tmp_path):
         assert re.search(r'rank\D*0', ln) and re.search(r'rank\D*1', ln), ln
 
 
-@needs_hvd
 def test_a_skipped_collective_times_out_and_the_job_exits(tmp_path):
     job = mpi_job.run('faults.py', 2, ['skip_idle', tmp_path], timeout=60,
                       env={'HOROVOD_TIMEOUT': '3'})
@@ -255,7 +237,6 @@ def test_a_skipped_collective_times_out_and_the_job_exits(tmp_path):
     assert 'FINISHED' not in job.out(1)              # rank 1 was ended too
 
 
-@needs_hvd
 def test_a_rank_calling_another_collective_is_named(tmp_path):
     job = mpi_job.run('faults.py', 2, ['skip_next', tmp_path], timeout=60,
                       env={'HOROVOD_TIMEOUT': '3'})
@@ -264,7 +245,6 @@ def test_a_rank_calling_another_collective_is_named(tmp_path):
     assert any('first' in ln and 'second' in ln for ln in lines), job.report()
 
 
-@needs_hvd
 def test_a_rank_killed_mid_training_ends_the_job(tmp_path):
     job = mpi_job.run('faults.py', 2, ['kill9', tmp_path], timeout=60,
                       env={'HOROVOD_TIMEOUT': '5'})
