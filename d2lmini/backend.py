@@ -26,6 +26,18 @@ def num_gpus():
         return 0
 
 
+def nccl():
+    """CuPy's NCCL bindings (``cupy.cuda.nccl``), or None where there is no
+    CuPy, no GPU or no NCCL (``d2lmini.horovod`` then sums through the host)."""
+    if _cupy is None or num_gpus() == 0:
+        return None
+    try:
+        from cupy.cuda import nccl as _nccl
+    except Exception:
+        return None
+    return _nccl if getattr(_nccl, 'available', True) else None
+
+
 def check_context(ctx):
     """Raise a clear error if ``ctx`` cannot be used on this machine.
 

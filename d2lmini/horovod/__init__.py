@@ -20,6 +20,7 @@ Code written for ``horovod.mxnet`` runs by changing that one import.
                   ``allgather``, ``broadcast``, ``broadcast_parameters``
 :mod:`.trainer`   ``DistributedTrainer``, ``DistributedOptimizer``
 :mod:`.compression`  ``Compression.none`` / ``fp16`` for the gradients
+:mod:`.nccl`      GPU tensors summed on their device by NCCL (through CuPy)
 ================  ===========================================================
 """
 from .basics import (HorovodError, init, is_initialized, local_rank, local_size,

@@ -64,9 +64,10 @@ def _read_settings(env):
 
 
 def nccl_built():
-    """Whether allreduce can use NCCL: not in d2lmini yet (GPU tensors are
-    summed through host memory)."""
-    return False
+    """Whether GPU tensors are summed by NCCL (CuPy with NCCL and a GPU);
+    otherwise they go through host memory and MPI."""
+    from .. import backend
+    return backend.nccl() is not None
 
 
 def mpi_enabled():

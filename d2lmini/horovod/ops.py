@@ -14,7 +14,9 @@ import time
 
 import numpy as np
 
+from .. import backend
 from ..ndarray import ndarray as _nd
+from . import nccl as _nccl
 from . import ring as _ring
 from .basics import HorovodError, _State, _check
 
@@ -112,10 +114,11 @@ def grouped_allreduce(tensors, average=True, name=None, priority=0,
     algorithm = _algorithm(algorithm)
     limit = _State.settings['fusion_threshold']
     groups, current, size = [], [], 0
-    for i in sorted(range(len(tensors)), key=lambda i: str(tensors[i].dtype)):
+    kind = lambda t: (str(t.dtype), str(t.context))          # noqa: E731
+    for i in sorted(range(len(tensors)), key=lambda i: kind(tensors[i])):
         t = tensors[i]
         nbytes = t.size * np.dtype(t.dtype).itemsize
-        if current and (size + nbytes > limit or tensors[current[0]].dtype != t.dtype):
+        if current and (size + nbytes > limit or kind(tensors[current[0]]) != kind(t)):
             groups.append(current)
             current, size = [], 0
         current.append(i)
@@ -123,18 +126,25 @@ def grouped_allreduce(tensors, average=True, name=None, priority=0,
     if current:
         groups.append(current)
     for g, idx in enumerate(groups):
-        parts = [_host(tensors[i]).reshape(-1) for i in idx]
-        buf = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+        # GPU tensors stay on their device when NCCL is there (.nccl)
+        on_gpu = _nccl.usable(tensors[idx[0]]._value())
+        how = 'nccl' if on_gpu else algorithm
+        parts = [(tensors[i]._value() if on_gpu else _host(tensors[i])).reshape(-1)
+                 for i in idx]
+        xp = backend.xp_of(parts[0])
+        buf = xp.concatenate(parts) if len(parts) > 1 else parts[0].copy()
         fused = f'{name}.fused{g}' if len(groups) > 1 else name
         shapes = json.dumps([list(tensors[i].shape) for i in idx], separators=(',', ':'))
         if len(shapes) > 96:           # the record is short: a digest of long lists
             shapes = 'sha1:' + hashlib.sha1(shapes.encode()).hexdigest()[:16]
-        _agree('allreduce', fused, buf.shape, buf.dtype, algorithm=algorithm,
-               shapes=shapes)
-        done = _timed('allreduce', fused, buf.nbytes, algorithm)
+        _agree('allreduce', fused, buf.shape, buf.dtype, algorithm=how, shapes=shapes)
+        done = _timed('allreduce', fused, buf.nbytes, how)
         if prescale_factor != 1.0:
             buf *= buf.dtype.type(prescale_factor)
-        _sum_(buf, algorithm)
+        if on_gpu:
+            _nccl.allreduce_(_State.comm, buf)
+        else:
+            _sum_(buf, algorithm)
         post = postscale_factor / (_State.comm.size if average else 1)
         if post != 1.0:
             buf *= buf.dtype.type(post)
@@ -142,9 +152,10 @@ def grouped_allreduce(tensors, average=True, name=None, priority=0,
         offset = 0
         for i, part in zip(idx, parts):
             t = tensors[i]
-            outs[i] = _nd.from_numpy(buf[offset:offset + part.size].reshape(t.shape).copy()
-                                     if len(idx) > 1 else buf.reshape(t.shape)
-                                     ).as_in_context(t.context)
+            value = buf[offset:offset + part.size].reshape(t.shape)
+            value = value.copy() if len(idx) > 1 else value
+            outs[i] = _nd.array(value, ctx=t.context, dtype=value.dtype) if on_gpu \
+                else _nd.from_numpy(value).as_in_context(t.context)
             offset += part.size
     return outs
 
