@@ -39,7 +39,6 @@ def _agree(op, name, shape, dtype, **extra):
     The time spent waiting for the others is the timeline's ``negotiate``
     event: a long one points at a straggler.
     """
-    from mpi4py import MPI
     comm, t0 = _State.comm, time.time()
     mine = json.dumps({'op': op, 'name': name, 'shape': list(shape),
                        'dtype': str(dtype), **extra}, separators=(',', ':'))
@@ -64,7 +63,6 @@ def _agree(op, name, shape, dtype, **extra):
         raise HorovodError(f'{op} {name!r}: the ranks disagree: {lines}')
     if _State.timeline is not None:
         _State.timeline.record(name, 'negotiate', t0, 0, op)
-    _ = MPI
 
 
 def _name(name, op):
@@ -181,7 +179,6 @@ def allgather(tensor, name=None, priority=0):
     """The ranks' tensors concatenated along axis 0, in rank order (their
     first dimensions may differ; the others must not)."""
     _check()
-    from mpi4py import MPI
     comm, name = _State.comm, _name(name, 'allgather')
     mine = _host(tensor)
     if mine.ndim == 0:
@@ -197,7 +194,6 @@ def allgather(tensor, name=None, priority=0):
     recv = out.view(np.uint16) if wide else out
     comm.Allgatherv(send, (recv, counts))
     done()
-    _ = MPI
     return _nd.from_numpy(out.reshape((-1,) + mine.shape[1:])).as_in_context(tensor.context)
 
 
