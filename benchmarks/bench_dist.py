@@ -34,10 +34,8 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -114,13 +112,6 @@ def zmq_echo(nbytes=NUM_ELEMS * 4, repeat=REPEAT, number=NUMBER, timeout=60.0):
 
 
 # ------------------------------------------------------ a cluster of processes
-def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 def _kill(procs):
     """Stop each of ``procs`` (Popen objects we started) by its pid."""
     for p in procs:
@@ -140,55 +131,29 @@ def run_cluster(argv, num_workers, num_servers=1, timeout=TIMEOUT, env=None):
     """Run ``python argv...`` as a scheduler, servers and workers; return
     the ``BENCH_DIST`` dict every worker printed, by rank.
 
-    Every process gets the ``DMLC_*`` variables of its role (as MXNet's
-    ``tools/launch.py --launcher local`` would set them), one BLAS thread and
-    ``PYTHONPATH`` = this checkout.  All of them are killed by pid when the
-    run ends, fails, or passes ``timeout`` seconds.
+    The package's launcher (``python -m d2lmini.launch``, local) starts them
+    with the ``DMLC_*`` variables of their roles, a free port, and here one
+    BLAS thread and ``PYTHONPATH`` = this checkout; it stops every process
+    when one fails or ``timeout`` seconds pass.
     """
-    base = dict(os.environ, **ONE_THREAD, **(env or {}))
-    base['PYTHONPATH'] = os.pathsep.join(
-        [ROOT] + ([base['PYTHONPATH']] if base.get('PYTHONPATH') else []))
-    base.update({'DMLC_PS_ROOT_URI': '127.0.0.1',
-                 'DMLC_PS_ROOT_PORT': str(free_port()),
-                 'DMLC_NUM_SERVER': str(num_servers),
-                 'DMLC_NUM_WORKER': str(num_workers),
-                 'DMLC_NODE_HOST': '127.0.0.1'})
-    roles = ([('scheduler', None)] + [('server', i) for i in range(num_servers)]
-             + [('worker', i) for i in range(num_workers)])
-    procs, logs = [], []          # output to files: a full pipe would block
-    try:
-        for role, rank in roles:
-            env_i = dict(base, DMLC_ROLE=role)
-            if rank is not None:
-                env_i[f'DMLC_{role.upper()}_ID'] = str(rank)
-            logs.append(tempfile.TemporaryFile('w+'))
-            procs.append(subprocess.Popen(
-                [sys.executable] + list(argv), env=env_i, cwd=ROOT,
-                stdin=subprocess.DEVNULL, stdout=logs[-1],
-                stderr=subprocess.STDOUT, text=True))
-        deadline = _now() + timeout
-        outputs = []
-        for (role, rank), p, log in zip(roles, procs, logs):
-            try:
-                p.wait(timeout=max(1.0, deadline - _now()))
-            except subprocess.TimeoutExpired:
-                raise RuntimeError(
-                    f'run_cluster: {role} {rank} still running after '
-                    f'{timeout:.0f} s; all processes killed') from None
-            log.seek(0)
-            out = log.read()
-            outputs.append(out)
-            if p.returncode != 0:
-                raise RuntimeError(
-                    f'run_cluster: {role} {rank} exited with status '
-                    f'{p.returncode}:\n{out[-3000:]}')
-        results = [parse_result(out) for (role, _), out in zip(roles, outputs)
-                   if role == 'worker']
-        return sorted(results, key=lambda r: r['rank'])
-    finally:
-        _kill(procs)
-        for log in logs:
-            log.close()
+    from d2lmini.launch import launch
+    extra = dict(ONE_THREAD, **(env or {}))
+    extra['PYTHONPATH'] = os.pathsep.join(
+        [ROOT] + ([os.environ['PYTHONPATH']] if os.environ.get('PYTHONPATH') else []))
+    result = launch([sys.executable, *argv], num_workers, num_servers,
+                    env=extra, timeout=timeout, echo=False, capture=True)
+    outputs = {}
+    for name, _, text in result.lines:
+        outputs[name] = outputs.get(name, '') + text
+    if result.returncode != 0:
+        why = result.message
+        if result.returncode == 124:
+            why = f'still running after {timeout:.0f} s; all processes stopped'
+        log = ''.join(f'[{n}] {t}' for n, _, t in result.lines)
+        raise RuntimeError(f'run_cluster: {why}:\n{log[-3000:]}')
+    results = [parse_result(out) for name, out in outputs.items()
+               if name.startswith('worker')]
+    return sorted(results, key=lambda r: r['rank'])
 
 
 def parse_result(output):
