@@ -27,12 +27,6 @@ RECORD = 256                     # bytes of the record each rank shows the other
 _unnamed = itertools.count()
 
 
-def _host(t):
-    """The values of NDArray ``t`` as a C-contiguous NumPy array (waits)."""
-    v = t._value()
-    return np.ascontiguousarray(v) if isinstance(v, np.ndarray) else t.asnumpy()
-
-
 def _agree(op, name, shape, dtype, **extra):
     """Check that every rank is in this collective with the same arguments.
 
@@ -124,11 +118,11 @@ def grouped_allreduce(tensors, average=True, name=None, priority=0,
     if current:
         groups.append(current)
     for g, idx in enumerate(groups):
+        values = [tensors[i]._value() for i in idx]       # waits for them
         # GPU tensors stay on their device when NCCL is there (.nccl)
-        on_gpu = _nccl.usable(tensors[idx[0]]._value())
+        on_gpu = _nccl.usable(values[0])
         how = 'nccl' if on_gpu else algorithm
-        parts = [(tensors[i]._value() if on_gpu else _host(tensors[i])).reshape(-1)
-                 for i in idx]
+        parts = [(v if on_gpu else backend.to_numpy(v)).reshape(-1) for v in values]
         xp = backend.xp_of(parts[0])
         buf = xp.concatenate(parts) if len(parts) > 1 else parts[0].copy()
         fused = f'{name}.fused{g}' if len(groups) > 1 else name
@@ -180,7 +174,7 @@ def allgather(tensor, name=None, priority=0):
     first dimensions may differ; the others must not)."""
     _check()
     comm, name = _State.comm, _name(name, 'allgather')
-    mine = _host(tensor)
+    mine = backend.to_numpy(tensor._value())
     if mine.ndim == 0:
         raise HorovodError(f'allgather {name!r}: a scalar has no axis 0 to '
                            f'concatenate along; reshape it to (1,)')
@@ -204,7 +198,7 @@ def broadcast(tensor, root_rank, name=None, priority=0):
     if not 0 <= int(root_rank) < comm.size:
         raise HorovodError(f'broadcast {name!r}: root_rank {root_rank} is not a '
                            f'rank of this job (0 .. {comm.size - 1})')
-    buf = _host(tensor).copy()
+    buf = backend.to_numpy(tensor._value()).copy()
     _agree('broadcast', name, buf.shape, buf.dtype, root=int(root_rank))
     done = _timed('broadcast', name, buf.nbytes)
     comm.Bcast(buf.view(np.uint8), root=int(root_rank))

@@ -27,7 +27,7 @@ import zlib
 
 import numpy as np
 
-from ... import collectives
+from ... import backend, collectives
 from ... import optimizer as opt
 from ...context import cpu
 from ...ndarray import ndarray as _nd
@@ -41,13 +41,6 @@ __all__ = ['DistKVStore', 'NAMES', 'partition']
 
 NAMES = ('dist_sync', 'dist_async', 'dist_sync_device', 'dist_device_sync',
          'dist_device_async', 'dist_async_device', 'dist')
-
-
-def _host(a):
-    """The values of NDArray ``a`` as a NumPy array, without a copy when it
-    lives in host memory (waits for its pending writes)."""
-    v = a._value()
-    return v if isinstance(v, np.ndarray) else a.asnumpy()
 
 
 def partition(key, size, num_servers, bound):
@@ -115,7 +108,7 @@ class DistKVStore(KVStore):
                                      self._node.num_servers,
                                      self._node.cfg.bigarray_bound)
         if self.rank == 0:
-            self._send(key, 'init', _host(value))
+            self._send(key, 'init', backend.to_numpy(value._value()))
             self._node.flush()
 
     def _send(self, key, op, flat, **meta):
@@ -136,7 +129,7 @@ class DistKVStore(KVStore):
         # sent from the array's own memory (a GPU array: from a host copy);
         # the push returns once ZeroMQ has read it all, so the caller may
         # write the array again (as after an engine op has read it)
-        self._send(key, 'push', _host(total), sync=self._sync)
+        self._send(key, 'push', backend.to_numpy(total._value()), sync=self._sync)
         self._node.trace.record('push', t0, key=key)
 
     def _push_keys(self, pairs):
