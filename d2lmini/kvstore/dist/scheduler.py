@@ -14,6 +14,7 @@ It is the only address everybody knows (``DMLC_PS_ROOT_URI:PORT``).  It
 It is one loop on one ROUTER socket: no threads.
 """
 import logging
+import os
 import time
 
 import zmq
@@ -223,7 +224,6 @@ def join(cfg, sock, port=None):
     """Register this node through ``sock`` (a DEALER connected to the
     scheduler) and wait for the job to start: returns the ``registered``
     header (``rank``, ``node``, ``servers``, ``num_worker``...)."""
-    import os
     wire.send(sock, wire.pack('register', cfg.secret, role=cfg.role,
                               host=cfg.node_host, port=port, pid=os.getpid(),
                               wish=cfg.rank_wish))
