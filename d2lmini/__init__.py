@@ -34,7 +34,7 @@ class random:                       # mx.random.seed(...), as in MXNet
 # not exist.  ``mx.kv`` is ``mx.kvstore``, as in MXNet.
 _LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
          'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
-         'runtime', 'collectives', 'pipeline')
+         'runtime', 'collectives', 'pipeline', 'io', 'callback')
 _ALIAS = {'kv': 'kvstore'}
 
 
