@@ -276,8 +276,8 @@ class NDArrayIter(DataIter):
         if rolling:
             # The unfinished batch leads the next epoch; the cursor goes
             # negative by as many rows as it carries.
-            self._carry = self.idx[self.cursor:].copy()
-            self.cursor = self.cursor - n - bs
+            self._carry = self._rows().copy()
+            self.cursor = -len(self._carry) - bs
         else:
             self.cursor = -bs
         if self.shuffle:
