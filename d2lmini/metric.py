@@ -357,7 +357,13 @@ class TopKAccuracy(EvalMetric):
             raise ValueError(f'TopKAccuracy needs top_k > 1, got {top_k}; '
                              f'use Accuracy for top_k = 1')
         self.top_k = top_k
+        self._given_name = self.name
         self.name += f'_{top_k}'
+
+    def get_config(self):
+        config = super().get_config()
+        config['name'] = self._given_name    # create() appends _k again
+        return config
 
     def update(self, labels, preds):
         labels, preds = check_label_shapes(labels, preds, True)
