@@ -196,8 +196,12 @@ def test_regression(name, err):
     m = mx.metric.create(name)
     m.update(mx.nd.array([1, 2, 3]), mx.nd.array([[1], [2], [5]]))
     assert m.get()[1] == pytest.approx(err(np.array([0, 0, -2.0])))
-    with pytest.raises(ValueError, match=r'\(3, 1\).*\(3, 2\)'):
-        m.update([np.ones((3, 1))], [np.ones((3, 2))])
+    # a label per row against several outputs: compared with each (MXNet)
+    m.reset()
+    m.update([np.array([1.0, 2.0])], [np.array([[1.0, 3.0], [2.0, 2.0]])])
+    assert m.get()[1] == pytest.approx(err(np.array([0, -2.0, 0, 0])))
+    with pytest.raises(ValueError, match=r'\(3, 1\).*\(4, 1\)'):
+        m.update([np.ones(3)], [np.ones(4)])
 
 
 @pytest.mark.parametrize('average', ['macro', 'micro'])
