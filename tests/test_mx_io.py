@@ -345,7 +345,12 @@ def test_prefetching_errors():
     it = mx.io.PrefetchingIter(broken)
     with pytest.raises(RuntimeError, match='disk on fire'):
         it.next()
+    with pytest.raises(RuntimeError, match='call reset'):   # no hang after
+        it.next()
     it.close()
+    with pytest.raises(RuntimeError, match='thread has stopped'):
+        it.reset()
+        it.next()
     with pytest.raises(ValueError, match='one dict per iterator'):
         mx.io.PrefetchingIter([a, b], rename_data=[{'data': 'x'}])
 
