@@ -20,7 +20,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from .context import cpu
-from .ndarray.ndarray import NDArray, array
+from .ndarray.ndarray import NDArray, array, from_numpy
 
 __all__ = ['DataDesc', 'DataBatch', 'DataIter', 'NDArrayIter', 'ResizeIter',
            'PrefetchingIter']
@@ -148,9 +148,10 @@ class DataIter:
 # ---------------------------------------------------------------- NDArrayIter
 
 def _named_arrays(data, default_name, what, allow_empty):
-    """``[(name, NDArray), ...]`` sorted by name, from one array, a list of
-    arrays or a dict (MXNet's naming: one array is ``default_name``, the
-    i-th of several is ``_i_<default_name>``)."""
+    """``[(name, numpy array), ...]`` sorted by name, from one array, a
+    list of arrays or a dict (MXNet's naming: one array is ``default_name``,
+    the i-th of several is ``_i_<default_name>``).  Each is a host copy of
+    the input, float32 unless the input was an NDArray (as ``nd.array``)."""
     if data is None:
         data = []
     if isinstance(data, (np.ndarray, NDArray)):
@@ -170,14 +171,16 @@ def _named_arrays(data, default_name, what, allow_empty):
                         f'{type(data).__name__}')
     named = []
     for name, value in data.items():
-        if not isinstance(value, NDArray):
+        if isinstance(value, NDArray):
+            host = value.asnumpy()
+        else:
             try:
-                value = array(value, ctx=cpu())
+                host = array(value, ctx=cpu()).asnumpy()
             except (TypeError, ValueError) as e:
                 raise TypeError(f'NDArrayIter: {what} {name!r} of type '
                                 f'{type(value).__name__} is not an array: '
                                 f'{e}') from None
-        named.append((name, value))
+        named.append((name, np.ascontiguousarray(host)))
     return sorted(named, key=lambda item: item[0])
 
 
@@ -217,13 +220,20 @@ class NDArrayIter(DataIter):
         if self._axis < 0:
             raise ValueError(f'NDArrayIter: layout {layout!r} has no batch '
                              f'axis N')
-        self.data = _named_arrays(data, data_name, 'data', allow_empty=False)
-        self.label = _named_arrays(label, label_name, 'label', allow_empty=True)
+        data = _named_arrays(data, data_name, 'data', allow_empty=False)
+        label = _named_arrays(label, label_name, 'label', allow_empty=True)
+        both = sorted({n for n, _ in data} & {n for n, _ in label})
+        if both:
+            raise ValueError(f'NDArrayIter: names {both} are used for both '
+                             f'data and label; give them different names')
+        # Every batch is a gather from these host arrays; self.data and
+        # self.label (MXNet's (name, NDArray) lists) share their memory.
+        self._host = dict(data + label)
+        self.data = [(name, from_numpy(host)) for name, host in data]
+        self.label = [(name, from_numpy(host)) for name, host in label]
         self.num_data = self._check_lengths()
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
-        # Host copies, read once: every batch is a gather from these.
-        self._host = {name: arr.asnumpy() for name, arr in self.data + self.label}
         self.idx = np.arange(self.num_data)
         self.cursor = -self.batch_size
         self._carry = None            # roll_over: rows owed to the next epoch
@@ -319,6 +329,7 @@ class NDArrayIter(DataIter):
     def _gather(self, named, rows):
         out = []
         for name, arr in named:
+            arr.wait_to_read()                 # a write to self.data lands first
             host = np.take(self._host[name], rows, axis=self._axis)
             out.append(array(host, ctx=cpu(), dtype=arr.dtype))
         return out

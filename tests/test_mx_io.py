@@ -185,6 +185,16 @@ def test_bad_data():
         mx.io.NDArrayIter('abc', batch_size=1)
     with pytest.raises(TypeError, match="'x'"):
         mx.io.NDArrayIter({'x': 'abc'}, batch_size=1)
+    with pytest.raises(ValueError, match=r"\['x'\] are used for both"):
+        mx.io.NDArrayIter({'x': np.ones(3)}, {'x': np.ones(3)}, batch_size=1)
+
+
+def test_data_is_held_once_and_shared_with_self_data():
+    it = mx.io.NDArrayIter(np.arange(4.0), batch_size=2)
+    name, arr = it.data[0]
+    assert name == 'data' and isinstance(arr, mx.nd.NDArray)
+    arr[:] = 7                              # MXNet: it.data is what is read
+    np.testing.assert_array_equal(it.next().data[0].asnumpy(), [7, 7])
 
 
 # -------------------------------------------------------- DataDesc, batch
