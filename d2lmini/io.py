@@ -133,16 +133,16 @@ class DataIter:
         raise NotImplementedError(f'{type(self).__name__} must define getdata')
 
     def getlabel(self):
-        """The current batch's labels, a list of NDArrays."""
-        raise NotImplementedError(f'{type(self).__name__} must define getlabel')
+        """The current batch's labels, a list of NDArrays (None: unlabelled)."""
+        return None
 
     def getindex(self):
         """The indices of the current batch's examples (None if unknown)."""
         return None
 
     def getpad(self):
-        """How many examples of the current batch are padding."""
-        raise NotImplementedError(f'{type(self).__name__} must define getpad')
+        """How many examples of the current batch are padding (none here)."""
+        return 0
 
 
 # ---------------------------------------------------------------- NDArrayIter

@@ -262,6 +262,25 @@ def test_dataiter_base_protocol():
     assert next(it).label[0].asscalar() == 1
 
 
+def test_dataiter_defaults():
+    class DataOnly(mx.io.DataIter):
+        def __init__(self):
+            super().__init__()
+            self.left = 2
+
+        def iter_next(self):
+            self.left -= 1
+            return self.left >= 0
+
+        def getdata(self):
+            return [mx.nd.zeros((1,))]
+    batches = list(DataOnly())
+    assert [(b.label, b.pad, b.index) for b in batches] == [(None, 0, None)] * 2
+    assert DataOnly().batch_size == 0
+    with pytest.raises(NotImplementedError, match='must define iter_next'):
+        mx.io.DataIter().next()
+
+
 # ------------------------------------------------------------ ResizeIter
 
 def test_resize_iter():
