@@ -315,6 +315,9 @@ class NDArrayIter(DataIter):
         if c >= n:
             raise RuntimeError('NDArrayIter: past the end of the data; call '
                                'reset() to start a new epoch')
+        if c <= -bs:
+            raise RuntimeError('NDArrayIter: no current batch; call '
+                               'iter_next() (or next()) first')
         if -bs < c < 0:                        # roll_over's first batch
             if self._carry is None:
                 raise RuntimeError('NDArrayIter: no rolled-over rows for this '

@@ -117,6 +117,8 @@ def test_hard_reset_drops_the_rolled_over_rows():
 def test_iter_next_getdata_protocol():
     x = np.arange(5.0)
     it = mx.io.NDArrayIter(x, x * 10, batch_size=2)
+    with pytest.raises(RuntimeError, match='iter_next'):
+        it.getdata()
     got = []
     while it.iter_next():
         got.append((it.getdata()[0].asnumpy().tolist(),
