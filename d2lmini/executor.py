@@ -73,12 +73,8 @@ class Executor:
                                     False)
         self._grad_req = self._reqs(grad_req)
         for n, g in zip(self._arg_names, self.grad_arrays):
-            if g is None and self._grad_req[n] != 'null':
-                if args_grad is not None:
-                    self._grad_req[n] = 'null'        # MXNet: no buffer, no gradient
-                else:
-                    raise ValueError(f"bind: grad_req for '{n}' is "
-                                     f"'{self._grad_req[n]}' but args_grad is None")
+            if g is None:
+                self._grad_req[n] = 'null'        # MXNet: no buffer, no gradient
         for n, a in zip(self._arg_names + self._aux_names,
                         self.arg_arrays + self.aux_arrays):
             if a._ctx != ctx:
