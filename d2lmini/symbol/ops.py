@@ -22,6 +22,9 @@ _SKIP = {'NDArray', 'array', 'empty', 'waitall', 'save', 'load', 'load_frombuffe
          'reset_arrays', 'Case', 'cpu', 'builtins', 'warnings', 'broadcast_shapes',
          'norm_axis', 'result_dtype', 'infer_reshape', 'empty_like'}
 _NO_INPUT = inspect.Parameter.empty
+# Required array inputs that, left out, become variables ``{name}_data``, so
+# that ``FullyConnected(name='fc3', num_hidden=10)`` can be composed later.
+_DATA_INPUTS = ('data', 'lhs', 'rhs')
 
 # name -> the callable that computes the node (an nd function, usually)
 LOWER = {}
@@ -104,7 +107,8 @@ def _symbol_function(op, fn):
         node_name = None
         for p in params:
             if p.name not in bound:
-                if p.name in auto and not _skip_auto(op, p.name, {**bound, **extra}):
+                if p.name in auto and not _skip_auto(op, p.name, {**bound, **extra}) \
+                        or p.name in _DATA_INPUTS and p.default is _NO_INPUT:
                     node_name = node_name or _fresh_name(name, op.lower())
                     inputs.append((p.name, Variable(f'{node_name}_{p.name}')))
                 continue

@@ -289,13 +289,15 @@ class Symbol:
         return Symbol(outs)
 
     def get_children(self):
-        """The inputs of this symbol's node, as a group (None for a variable)."""
-        if len(self._outputs) != 1:
-            raise ValueError('get_children: only for a single-output symbol')
-        node = self._outputs[0][0]
-        if not node.inputs:
-            return None
-        return Symbol(node.inputs)
+        """The inputs of this symbol's node(s), as a group; None if there are
+        none (a variable).  For a group, the inputs of each distinct node in
+        turn (the three outputs of one ``split`` count once)."""
+        children, seen = [], set()
+        for node, _ in self._outputs:
+            if id(node) not in seen:
+                seen.add(id(node))
+                children += node.inputs
+        return Symbol(children) if children else None
 
     def __len__(self):
         return len(self._outputs)
