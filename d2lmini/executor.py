@@ -86,7 +86,8 @@ class Executor:
         arrays.update(zip(self._aux_names, self.aux_arrays))
         self._input_arrays = [arrays[n.name] for n in self._inputs]
         info, _ = propagate(symbol, {n: a.shape for n, a in arrays.items()},
-                            {n: a.dtype for n, a in arrays.items()}, partial=False)
+                            {n: a.dtype for n, a in arrays.items()}, partial=False,
+                            zero_unknown=False)
         self._out_info = [info[(id(n), i)] for n, i in symbol._outputs]
         self._plans = {}
         self._mark_variables()

@@ -502,6 +502,11 @@ class Symbol:
         from . import infer
         return infer.infer_type(self, args, kwargs)
 
+    def infer_type_partial(self, *args, **kwargs):
+        """Like :meth:`infer_type`, with ``None`` for the types not inferred."""
+        from . import infer
+        return infer.infer_type(self, args, kwargs, partial=True)
+
     # -- serialization --------------------------------------------------------------------
     def tojson(self):
         """The graph as JSON text, in MXNet's layout (nodes, arg_nodes, heads)."""
