@@ -55,6 +55,11 @@ def _as_list(name, values, names, required):
     return out
 
 
+def _view(a, shape):
+    """The first ``prod(shape)`` elements of ``a``'s memory, shaped ``shape``."""
+    return a.reshape(-1)[:int(np.prod(shape))].reshape(shape)
+
+
 class Executor:
     """A bound Symbol: arrays for every input, a plan per mode, outputs."""
 
@@ -93,6 +98,7 @@ class Executor:
         self._mark_variables()
         self.outputs = [_nd.zeros(s, ctx=ctx, dtype=d) for s, d in self._out_info]
         self._heads = None
+        self._forwarded = False
         self._monitor = None
 
     @classmethod
@@ -206,6 +212,7 @@ class Executor:
             with autograd.train_mode() if is_train else autograd.predict_mode():
                 heads = plan.launch(self._input_arrays, record=False)
         self._heads = heads if is_train else None
+        self._forwarded = True
         for dst, src in zip(self.outputs, heads):
             dst[:] = src
         return self.outputs
@@ -216,10 +223,15 @@ class Executor:
         Loss heads (SoftmaxOutput, ...) need no ``out_grads``; for other
         outputs the default head gradient is ones.
         """
-        if self._heads is None:
+        if not self._forwarded:
             raise MXNetError('backward: call forward(is_train=True) first')
         if not self._need_grad:
             return
+        if self._heads is None:
+            # The last forward was for inference (nothing recorded); MXNet
+            # still differentiates it: run it again, recording, in predict mode.
+            with autograd.record(train_mode=False):
+                self._heads = self._plan(False).launch(self._input_arrays, record=True)
         if out_grads is not None:
             if isinstance(out_grads, _nd.NDArray):
                 out_grads = [out_grads]
@@ -256,33 +268,43 @@ class Executor:
                                      f"this executor (allow_extra_params=True to skip)")
 
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
-        """A new executor for new input shapes, sharing the arrays that keep theirs."""
+        """A new executor for new input shapes, sharing memory with this one.
+
+        Arrays that keep their shape are the same arrays (the parameters);
+        arrays that shrink are views of the start of this executor's
+        buffers, as MXNet shares them; arrays that grow need
+        ``allow_up_sizing=True`` and get new memory.
+        """
         arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
         if arg_shapes is None:
             raise MXNetError(f'reshape: cannot infer every shape from {kwargs}')
-        args, grads = [], []
-        for n, a, g, s in zip(self._arg_names, self.arg_arrays, self.grad_arrays,
-                              arg_shapes):
+
+        def fit(name, a, s):
             s = tuple(s)
-            if a.shape == s:
-                args.append(a)
-                grads.append(g)
-                continue
-            if n not in kwargs and not partial_shaping:
+            if a is None or a.shape == s:
+                return a
+            if np.prod(s) > np.prod(a.shape):
+                if not allow_up_sizing:
+                    raise MXNetError(f"reshape: '{name}' grows from {a.shape} to {s}; "
+                                     f"pass allow_up_sizing=True to allocate new "
+                                     f"memory")
+                return _nd.zeros(s, ctx=self._ctx, dtype=a.dtype)
+            return _view(a, s)
+        for n, a, s in zip(self._arg_names, self.arg_arrays, arg_shapes):
+            if a.shape != tuple(s) and n not in kwargs and not partial_shaping:
                 raise MXNetError(f"reshape: the shape of '{n}' changes from {a.shape} "
-                                 f"to {s}; pass partial_shaping=True to allow it")
-            if np.prod(s) > np.prod(a.shape) and not allow_up_sizing:
-                raise MXNetError(f"reshape: '{n}' grows from {a.shape} to {s}; pass "
-                                 f"allow_up_sizing=True to allocate new memory")
-            args.append(_nd.zeros(s, ctx=self._ctx, dtype=a.dtype))
-            grads.append(None if g is None else _nd.zeros(s, ctx=self._ctx,
-                                                          dtype=g.dtype))
-        aux = []
-        for a, s in zip(self.aux_arrays, aux_shapes):
-            aux.append(a if a.shape == tuple(s) else
-                       _nd.zeros(s, ctx=self._ctx, dtype=a.dtype))
-        reqs = dict(self._grad_req)
-        return Executor(self._symbol, self._ctx, args, grads, reqs, aux)
+                                 f"to {tuple(s)}; pass partial_shaping=True to allow it")
+        args = [fit(n, a, s) for n, a, s in zip(self._arg_names, self.arg_arrays,
+                                                arg_shapes)]
+        grads = [fit(n, g, s) for n, g, s in zip(self._arg_names, self.grad_arrays,
+                                                 arg_shapes)]
+        aux = [fit(n, a, s) for n, a, s in zip(self._aux_names, self.aux_arrays,
+                                               aux_shapes)]
+        new = Executor(self._symbol, self._ctx, args, grads, dict(self._grad_req), aux)
+        new.outputs = [_view(old, o.shape) if o.dtype == old.dtype and
+                       o.size <= old.size else o
+                       for o, old in zip(new.outputs, self.outputs)]
+        return new
 
     def set_monitor_callback(self, callback, monitor_all=False):
         raise NotImplementedError('set_monitor_callback: executor monitors are not '

@@ -343,6 +343,23 @@ def test_backward_before_forward_and_loss_head_without_out_grads():
     np.testing.assert_array_equal(ex.grad_dict['x'].asnumpy(), [2, 2])
 
 
+def test_backward_after_inference_forward_differentiates_the_inference_graph():
+    # MXNet allows forward() (is_train=False) then backward(): the gradient of
+    # the predict-mode graph (Dropout off, BatchNorm on its moving statistics)
+    x = RNG.randn(4, 3).astype(np.float32)
+    sym = mx.sym.Dropout(mx.sym.BatchNorm(mx.sym.var('data'), name='bn',
+                                          fix_gamma=False), p=0.5)
+    ex = sym.simple_bind(mx.cpu(), data=x.shape)
+    ex.arg_dict['bn_gamma'][:] = 2
+    ex.aux_dict['bn_moving_var'][:] = 4
+    ex.forward(data=nd.array(x))
+    ex.backward(nd.ones(x.shape))
+    np.testing.assert_allclose(ex.grad_dict['data'].asnumpy(),
+                               np.full(x.shape, 2 / np.sqrt(4 + 1e-3)), rtol=1e-5)
+    np.testing.assert_array_equal(ex.aux_dict['bn_moving_var'].asnumpy(), [4, 4, 4])
+    np.testing.assert_array_equal(ex.aux_dict['bn_moving_mean'].asnumpy(), [0, 0, 0])
+
+
 def test_executor_on_cpu1_and_eval():
     sym = mx.sym.relu(mx.sym.var('x') - 1)
     ex = sym.bind(mx.cpu(1), {'x': nd.array([0, 3], ctx=mx.cpu(1))})
