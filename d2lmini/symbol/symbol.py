@@ -397,15 +397,23 @@ class Symbol:
         if unknown:
             raise ValueError(f'compose: unknown argument(s) {sorted(unknown)}; '
                              f'the arguments are {self.list_inputs()}')
-        for n in self._nodes():
+        nodes = self._nodes()
+        saved = [(n, n.inputs) for n in nodes], self._outputs
+        for n in nodes:
             n.inputs = [kwargs[src.name]._outputs[0]
                         if src.is_variable and src.name in kwargs else (src, i)
                         for src, i in n.inputs]
         self._outputs = [kwargs[n.name]._outputs[0] if n.is_variable and n.name in
                          kwargs else (n, i) for n, i in self._outputs]
+        try:
+            _topo(self._outputs)          # a cycle fails here, not at bind
+        except MXNetError:
+            for n, inputs in saved[0]:    # and leaves the symbol as it was
+                n.inputs = inputs
+            self._outputs = saved[1]
+            raise
         if name and len(self._outputs) == 1:
             self._outputs[0][0].name = name
-        _topo(self._outputs)              # a cycle fails here, not at bind
 
     # -- arithmetic --------------------------------------------------------------------
     def _binary(self, other, op, scalar_op, reverse=False):
@@ -654,13 +662,30 @@ def load_json(json_str):
     if not isinstance(graph, dict) or 'nodes' not in graph or 'heads' not in graph:
         raise MXNetError("load_json: not a symbol file (it needs 'nodes' and 'heads')")
     nodes = []
+
+    def entry(e, what):
+        """The (node, output index) an input or head ``[node, index, version]``
+        names; a clear error if there is no such node or output."""
+        try:
+            src, i = nodes[e[0]], int(e[1])
+        except (IndexError, TypeError, ValueError, KeyError):
+            raise MXNetError(f'load_json: {what} refers to {e!r}: no such node '
+                             f'(entries are [node index, output index, 0], and '
+                             f'a node reads only earlier nodes)') from None
+        if not 0 <= i < src.nout:
+            raise MXNetError(f"load_json: {what} reads output {i} of node "
+                             f"'{src.name}', which has {src.nout} output(s)")
+        return src, i
+
     for k, d in enumerate(graph['nodes']):
         try:
             op, name = d['op'], d['name']
-            inputs = [(nodes[e[0]], e[1]) for e in d.get('inputs', [])]
-        except (KeyError, IndexError, TypeError) as e:
-            raise MXNetError(f'load_json: node {k} is malformed ({e!r}); nodes may '
-                             f'only use earlier nodes as inputs') from None
+            raw_inputs = list(d.get('inputs', []))
+        except (KeyError, TypeError) as e:
+            raise MXNetError(f"load_json: node {k} is malformed (missing {e}); a "
+                             f"node needs 'op', 'name' and 'inputs'") from None
+        inputs = [entry(e, f"input {j} of node '{name}'")
+                  for j, e in enumerate(raw_inputs)]
         raw = d.get('attrs', d.get('param', d.get('attr', {}))) or {}
         user = {a: v for a, v in raw.items() if a.startswith('__')}
         attrs = {a: _parse_attr(v) for a, v in raw.items() if not a.startswith('__')}
@@ -673,11 +698,9 @@ def load_json(json_str):
             names = ops.input_names(op, attrs, len(inputs), d.get('varargs', False))
             node = _Node(op, name, inputs, names, attrs, user, _nout(op, attrs))
         nodes.append(node)
-    try:
-        heads = [(nodes[h[0]], h[1]) for h in graph['heads']]
-    except (IndexError, TypeError):
-        raise MXNetError('load_json: a head refers to a node that does not exist') \
-            from None
+    if not isinstance(graph['heads'], list) or not graph['heads']:
+        raise MXNetError("load_json: 'heads' must be a non-empty list of outputs")
+    heads = [entry(h, f'head {j}') for j, h in enumerate(graph['heads'])]
     return Symbol(heads)
 
 
