@@ -64,8 +64,12 @@ def input_names(op, attrs, n, varargs):
     return names[:n]
 
 
-def _make(op, inputs, attrs, hint=None, name=None, attr=None):
-    """A new node ``op`` on ``inputs`` [(input name or None, Symbol)]."""
+def _make(op, inputs, attrs, hint=None, name=None, attr=None, resolved=None):
+    """A new node ``op`` on ``inputs`` [(input name or None, Symbol)].
+
+    ``resolved``: the node's name already given by the NameManager (when it
+    named the layer's parameter variables), not to be prefixed again.
+    """
     node_inputs, names = [], []
     for nm, s in inputs:
         if len(s) != 1:
@@ -74,8 +78,8 @@ def _make(op, inputs, attrs, hint=None, name=None, attr=None):
         node_inputs.append(s._outputs[0])
         names.append(nm)
     user = {k: str(v) for k, v in (attr or {}).items()}
-    node = _Node(op, _fresh_name(name, hint or op.lower()), node_inputs, names,
-                 attrs, user, _nout(op, attrs))
+    node = _Node(op, resolved or _fresh_name(name, hint or op.lower()), node_inputs,
+                 names, attrs, user, _nout(op, attrs))
     return Symbol([(node, i) for i in range(node.nout)])
 
 
@@ -127,7 +131,7 @@ def _symbol_function(op, fn):
             if isinstance(v, Symbol):
                 raise TypeError(f"{op}: unexpected input symbol '{k}'")
             attrs[k] = v
-        return _make(op, inputs, attrs, name=node_name or name, attr=attr)
+        return _make(op, inputs, attrs, name=name, attr=attr, resolved=node_name)
 
     symbol_fn.__name__ = symbol_fn.__qualname__ = op
     symbol_fn.__doc__ = (f'Symbolic ``{op}``: adds a node to the graph; the '
