@@ -762,7 +762,7 @@ class SymbolBlock(HybridBlock):
                                 allow_deferred_init=True)
         self._reg = {p.name: p for p in self.params.values()}
         self.__dict__['_cached_graph'] = _cg.CachedGraph(
-            outputs, names, self._reg, None, len(outputs) == 1)
+            outputs, names, self._reg, [0] * len(outputs), len(outputs) == 1)
         self._active = True
 
     def forward(self, x, *args):
