@@ -34,7 +34,8 @@ class random:                       # mx.random.seed(...), as in MXNet
 # not exist.  ``mx.kv`` is ``mx.kvstore``, as in MXNet.
 _LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
          'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
-         'runtime', 'collectives', 'pipeline', 'sym', 'symbol', 'executor')
+         'runtime', 'collectives', 'pipeline', 'sym', 'symbol', 'executor',
+         'io', 'callback')
 _ALIAS = {'kv': 'kvstore', 'sym': 'symbol'}
 
 

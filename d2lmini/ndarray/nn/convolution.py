@@ -529,7 +529,7 @@ def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None,
 
 def _conv_act(data, weight, bias=None, act_type='relu', kernel=None, stride=None,
               dilate=None, pad=None, num_filter=None, num_group=1, no_bias=False,
-              layout=None):
+              layout=None, name=None):
     """``Activation(Convolution(...), act_type)`` as one fused op (2-D; relu):
     what gluon's ``Conv2D(activation='relu')`` runs."""
     return _convolution('_conv_act', data, weight, bias, kernel, stride, dilate,
