@@ -25,6 +25,10 @@ _NO_INPUT = inspect.Parameter.empty
 # Required array inputs that, left out, become variables ``{name}_data``, so
 # that ``FullyConnected(name='fc3', num_hidden=10)`` can be composed later.
 _DATA_INPUTS = ('data', 'lhs', 'rhs')
+# Attributes without which a layer has no shape (MXNet: "Required parameter
+# num_hidden ... is not presented"), checked when the symbol is made.
+_REQUIRED = {'FullyConnected': ('num_hidden',), 'Convolution': ('kernel', 'num_filter'),
+             'Deconvolution': ('kernel', 'num_filter'), 'Activation': ('act_type',)}
 
 # name -> the callable that computes the node (an nd function, usually)
 LOWER = {}
@@ -108,6 +112,10 @@ def _symbol_function(op, fn):
         except TypeError as e:
             raise TypeError(f'mx.sym.{op}: {e}') from None
         extra = bound.pop('kwargs', None) or bound.pop('ignored', None) or {}
+        missing = [a for a in _REQUIRED.get(op, ()) if bound.get(a) is None]
+        if missing:
+            raise TypeError(f"mx.sym.{op}: the required attribute(s) {missing} are "
+                            f"missing (e.g. {op}(data, {missing[0]}=...))")
         node_name = None
         for p in params:
             if p.name not in bound:

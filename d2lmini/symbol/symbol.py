@@ -84,12 +84,16 @@ def _param_shapes(op, attrs, shapes):
     if x is None:
         return {}
     if op == 'FullyConnected':
-        nh = attrs['num_hidden']
+        nh = attrs.get('num_hidden')
+        if nh is None:
+            return {}                      # the operator itself says what is missing
         d = math.prod(x[1:]) if attrs.get('flatten', True) else x[-1]
         return {'weight': (nh, d), 'bias': (nh,)}
     if op in ('Convolution', '_conv_act', 'Deconvolution'):
         layout = attrs.get('layout') or 'NCHW'[:len(x)]
         c = x[layout.index('C')] if 'C' in layout else x[1]
+        if attrs.get('kernel') is None or attrs.get('num_filter') is None:
+            return {}
         k = tuple(attrs['kernel'])
         g = attrs.get('num_group', 1) or 1
         nf = attrs['num_filter']
@@ -106,7 +110,7 @@ def _param_shapes(op, attrs, shapes):
         return {'gamma': (x[1],), 'beta': (x[1],)}
     if op == 'GroupNorm':
         return {'gamma': (x[1],), 'beta': (x[1],)}
-    if op == 'Embedding':
+    if op == 'Embedding' and 'input_dim' in attrs and 'output_dim' in attrs:
         return {'weight': (attrs['input_dim'], attrs['output_dim'])}
     if op == 'LeakyReLU':
         return {'gamma': (x[1] if len(x) > 1 else 1,)}
@@ -424,7 +428,11 @@ class Symbol:
         if isinstance(other, (int, float, np.number, bool)):
             return ops._make(scalar_op, [(None, self)], {'scalar': float(other)},
                              hint=scalar_op.replace('_scalar', 'scalar'))
-        return NotImplemented
+        # MXNet refuses here too; returning NotImplemented would let an
+        # NDArray try (and fail obscurely) to turn the Symbol into numbers.
+        raise TypeError(f"a Symbol cannot be combined with a {type(other).__name__}: "
+                        f"use a Symbol (mx.sym.var) or a number; arrays are given "
+                        f"when the symbol is bound")
 
     def __add__(self, o):
         return self._binary(o, 'elemwise_add', '_plus_scalar')
