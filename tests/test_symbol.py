@@ -377,3 +377,17 @@ def test_corrupt_file_error_names_the_file(tmp_path):
     bad.write_text('{"nodes": [')
     with pytest.raises(MXNetError, match='bad-symbol.json.*not a JSON'):
         mx.sym.load(str(bad))
+
+
+def test_missing_layer_attributes_and_mixing_with_arrays_are_refused_early():
+    x = mx.sym.var('x')
+    with pytest.raises(TypeError, match=r"FullyConnected.*\['num_hidden'\]"):
+        mx.sym.FullyConnected(x, name='fc')
+    with pytest.raises(TypeError, match=r"Convolution.*\['kernel'\]"):
+        mx.sym.Convolution(x, num_filter=2)
+    with pytest.raises(TypeError, match='cannot be combined with a NDArray'):
+        x + nd.ones(2)
+    with pytest.raises(TypeError, match='cannot be combined with a str'):
+        x * 'two'
+    with pytest.raises(TypeError, match='must be a tuple of ints'):
+        x.infer_shape(x=3)
