@@ -330,7 +330,12 @@ def test_copy_params_from_and_reshape_share_parameters():
     np.testing.assert_allclose(out, x @ w.T + 1, rtol=1e-5, atol=1e-6)
     with pytest.raises(MXNetError, match='allow_up_sizing'):
         ex.reshape(data=(7, 4))
-    assert ex.reshape(data=(1, 4)).outputs[0].shape == (1, 3)
+    small = ex.reshape(data=(1, 4))
+    assert small.outputs[0].shape == (1, 3)
+    # a smaller executor shares the memory of the first (MXNet's reshape)
+    small.forward(data=nd.ones((1, 4)))
+    np.testing.assert_allclose(ex.outputs[0].asnumpy()[0], w.sum(1) + 1, rtol=1e-5)
+    np.testing.assert_array_equal(ex.arg_dict['data'].asnumpy()[0], [1, 1, 1, 1])
 
 
 def test_backward_before_forward_and_loss_head_without_out_grads():
