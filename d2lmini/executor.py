@@ -56,8 +56,10 @@ def _as_list(name, values, names, required):
 
 
 def _view(a, shape):
-    """The first ``prod(shape)`` elements of ``a``'s memory, shaped ``shape``."""
-    return a.reshape(-1)[:int(np.prod(shape))].reshape(shape)
+    """The first ``prod(shape)`` elements of ``a``'s memory, shaped ``shape``
+    (a view that knows its base, so the engine orders reads of ``a`` after
+    writes through it)."""
+    return a._view((-1,))[:int(np.prod(shape))]._view(tuple(shape))
 
 
 class Executor:
