@@ -604,6 +604,11 @@ class HybridBlock(Block):
         if isinstance(x, NDArray) and not args:     # the common case, kept cheap
             ctx, ctxs = x._ctx, (x._ctx,)
         elif _cg.has_symbol((x,) + args):
+            if _cg.has_ndarray((x,) + args):
+                raise ValueError(
+                    f'{type(self).__name__}: the inputs mix Symbols and NDArrays; '
+                    f'call a HybridBlock with Symbols only (to build a graph) or '
+                    f'NDArrays only (to compute)')
             return self._symbolic_forward(x, *args, **kwargs)
         else:
             ctx, ctxs = _input_contexts((x,) + args)
