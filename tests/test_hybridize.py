@@ -272,3 +272,13 @@ def test_symbolblock_from_internals_has_one_output_per_internal():
     assert len(outs) == len(internals.list_outputs())
     np.testing.assert_allclose(outs[-1].asnumpy(), model(nd.ones((2, 4))).asnumpy(),
                                rtol=1e-6)
+
+
+def test_mixing_symbols_and_ndarrays_is_a_value_error():
+    net = TwoInTwoOut()
+    net.initialize()
+    with pytest.raises(ValueError, match='mix Symbols and NDArrays'):
+        net(mx.sym.var('a'), nd.ones((2, 5)))
+    out = net(mx.sym.var('a'), mx.sym.var('b'))          # symbols only: a graph
+    assert isinstance(out[0], mx.sym.Symbol)
+    assert {'a', 'b'} <= set(out[0].list_arguments())
