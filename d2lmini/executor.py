@@ -214,6 +214,7 @@ class Executor:
             with autograd.train_mode() if is_train else autograd.predict_mode():
                 heads = plan.launch(self._input_arrays, record=False)
         self._heads = heads if is_train else None
+        self._heads_plan = plan
         self._forwarded = True
         for dst, src in zip(self.outputs, heads):
             dst[:] = src
@@ -232,8 +233,13 @@ class Executor:
         if self._heads is None:
             # The last forward was for inference (nothing recorded); MXNet
             # still differentiates it: run it again, recording, in predict mode.
+            self._heads_plan = self._plan(False)
             with autograd.record(train_mode=False):
-                self._heads = self._plan(False).launch(self._input_arrays, record=True)
+                self._heads = self._heads_plan.launch(self._input_arrays, record=True)
+        # 'write' gradients that no path from the outputs reaches are zeros,
+        # as MXNet's gradient graph writes them (comparisons, BlockGrad).
+        for name in self._unreached(self._heads_plan):
+            self.grad_dict[name][:] = 0
         if out_grads is not None:
             if isinstance(out_grads, _nd.NDArray):
                 out_grads = [out_grads]
@@ -250,6 +256,22 @@ class Executor:
             autograd.backward(heads, None if out_grads is None else grads,
                               train_mode=is_train)
         self._heads = None
+
+    def _unreached(self, plan):
+        """Names of the 'write' arguments no gradient reaches in ``plan``."""
+        cache = self.__dict__.setdefault('_unreached_of', {})
+        names = cache.get(id(plan))
+        if names is None:
+            live = set(plan.heads)
+            for st in reversed(plan.steps):
+                if st.op is not None and st.op.differentiable and \
+                        any(o in live for o in st.outs):
+                    live.update(st.ins)
+            names = cache[id(plan)] = [
+                n.name for k, n in enumerate(self._inputs)
+                if k not in live and self._grad_req.get(n.name) == 'write'
+                and self.grad_dict.get(n.name) is not None]
+        return names
 
     # -- parameters and shapes ------------------------------------------------------
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
