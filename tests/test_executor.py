@@ -172,9 +172,14 @@ def test_comparisons_have_values_and_no_gradient():
     for s, want in ((a > b, x > y), (a >= b, x >= y), (a < b, x < y),
                     (a <= b, x <= y), (a == b, x == y), (a != b, x != y),
                     (a > 1.5, x > 1.5)):
-        got = s.eval(a=nd.array(x), b=nd.array(y))[0] if 'b' in s.list_arguments() \
-            else s.eval(a=nd.array(x))[0]
+        feed = {'a': nd.array(x), 'b': nd.array(y)}
+        feed = {k: v for k, v in feed.items() if k in s.list_arguments()}
+        ex = s.bind(mx.cpu(), feed, args_grad={k: nd.ones((1, 3)) for k in feed})
+        got = ex.forward(is_train=True)[0]
         np.testing.assert_array_equal(got.asnumpy(), want.astype(np.float32))
+        ex.backward(nd.ones((1, 3)))
+        for k in feed:                      # a step function: zero gradient
+            np.testing.assert_array_equal(ex.grad_dict[k].asnumpy(), 0)
 
 
 # --- BatchNorm and Dropout: train vs predict ------------------------------------

@@ -149,6 +149,12 @@ def test_block_grad_cuts_the_graph():
     np.testing.assert_allclose(out.asnumpy(), 5 * x, rtol=1e-6)
     ex.backward(nd.ones(3))
     np.testing.assert_allclose(ex.grad_dict['a'].asnumpy(), [3, 3, 3])
+    # nothing but BlockGrad: a 'write' gradient is written, with zeros
+    ex = mx.sym.BlockGrad(s * 2).bind(mx.cpu(), {'a': nd.array(x)},
+                                      args_grad={'a': nd.ones(3)})
+    ex.forward(is_train=True)
+    ex.backward(nd.ones(3))
+    np.testing.assert_array_equal(ex.grad_dict['a'].asnumpy(), [0, 0, 0])
 
 
 def test_loss_head_in_a_network_trains_without_head_gradients():
