@@ -244,26 +244,38 @@ def _conv_forward(x, w, b, g, groups, act=None, pool=None):
     return yv
 
 
-def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
+def _conv_grads(dy, g, groups, w=None, x=None, wshape=None, dy_bands=None):
     """``dx`` (if ``w`` is given) and ``dW`` (if ``x`` is given) of a
     convolution, in one pass over the bands of output rows: each band's cols
     and dcols are used while they are in the cache.  ``dx`` is col2im of
     ``W.T @ dY``; ``dW = dY @ cols.T``.  ``dY`` is used in place if it is
     stored as (F, OH, OW, N) (it is when it comes from the layers above),
     and ``dx`` comes back stored like ``x``.
+
+    ``dy_bands = (f, dtype, align, band(rows))`` instead of ``dy``: each
+    band of ``dY``, ``(f, rows * OW * N)``, is made when it is needed (a
+    fused op computes it from the layer above's gradient), so the whole
+    ``dY`` never exists; bands start on multiples of ``align``.
     """
-    xp = _xp(dy)
-    f = dy.shape[1]
-    dyt = _chwn(dy)
-    if dyt is None:
-        dyt = _ws(xp, 'dy', (f, g.OH, g.OW, g.N), dy.dtype)
-        _transpose_into(dy.reshape(g.N, -1), dyt.reshape(-1, g.N))
+    if dy_bands is None:
+        xp = _xp(dy)
+        f, dtype, align = dy.shape[1], dy.dtype, 1
+        dyt = _chwn(dy)
+        if dyt is None:
+            dyt = _ws(xp, 'dy', (f, g.OH, g.OW, g.N), dy.dtype)
+            _transpose_into(dy.reshape(g.N, -1), dyt.reshape(-1, g.N))
+
+        def band_of(rows):
+            return _band(dyt, rows)
+    else:
+        f, dtype, align, band_of = dy_bands
+        xp = _xp(x if x is not None else w)
     dx = dw = None
     if x is not None:
         win = _windows(x, g)                         # recomputed, as MXNet does
         # dW.T = cols @ dY.T: this orientation of the GEMM is ~15% faster
         # with OpenBLAS than dY @ cols.T, and dW is small to transpose back.
-        dwt = xp.empty((groups, g.C * g.KH * g.KW // groups, f // groups), dy.dtype)
+        dwt = xp.empty((groups, g.C * g.KH * g.KW // groups, f // groups), dtype)
         part = xp.empty_like(dwt)
     # dx is stored like x (a gradient takes its variable's layout): CHWN
     # inside a CNN, NCHW for a network's input.  Unknown x: CHWN.
@@ -271,11 +283,11 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
     if w is not None:
         wt = _grouped(w.reshape(f, -1), groups).transpose(0, 2, 1)
         shape = (g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N)
-        dxc = xp.empty(shape, dy.dtype) if as_chwn and not (g.ph or g.pw) else \
-            _ws(xp, 'dchwn', shape, dy.dtype)        # else the result itself
+        dxc = xp.empty(shape, dtype) if as_chwn and not (g.ph or g.pw) else \
+            _ws(xp, 'dchwn', shape, dtype)           # else the result itself
         dxc.fill(0)
-    for k, rows in enumerate(_bands(g, dy.dtype, xp)):
-        dy_band = _grouped(_band(dyt, rows), groups)
+    for k, rows in enumerate(_bands(g, dtype, xp, align=align)):
+        dy_band = _grouped(band_of(rows), groups)
         if x is not None:                            # dW = sum over bands
             cols = _grouped(_im2col(win, rows, g), groups)
             _matmul(xp, cols, dy_band.transpose(0, 2, 1), part if k else dwt)
@@ -283,7 +295,7 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
                 dwt += part
         if w is not None:                            # (reuses the cols buffer)
             dcols = _ws(xp, 'cols', (g.C * g.KH * g.KW, dy_band.shape[2]),
-                        dy.dtype)
+                        dtype)
             _matmul(xp, wt, dy_band, _grouped(dcols, groups))
             _col2im(dcols, rows, dxc, g)
     if w is not None:

@@ -26,8 +26,8 @@ import numpy as np
 from ..ndarray import invoke, zeros_like
 from ..layout import chwn as _chwn, copyto as _copyto
 from ..registry import OPS, Case, Op, register
-from ._common import _needs_grad, _xp
-from .convolution import _conv_forward, _conv_geom
+from ._common import _needs_grad, _ws, _xp
+from .convolution import _conv_forward, _conv_geom, _conv_grads
 
 _BAND = 1 << 20           # bytes of dy per band: stays in the cache
 
@@ -65,17 +65,68 @@ class ConvActAvgPool(Op):
                  **conv):
         gp, gy = ograds
         y = outputs[1]
-        if gp is None:
-            gp = zeros_like(outputs[0])
-        dz, db = invoke(OPS['_avgpool_relu_grad'], (gp, y), {'pool': pool})
-        if gy is not None:                       # y itself was used: add its part
-            gz = invoke(OPS['_relu_backward'], (gy, y))
-            dz = dz + gz
-            db = db + gz.sum(axis=(0, 2, 3))
-        grads = OPS['Convolution'].backward(dz, inputs[:2], y, **conv)
+        x, w = inputs[0], inputs[1]
+        geom = {k: conv[k] for k in _CONV_KEYS if k in conv}
+        if gy is None and gp is not None and _needs_grad(w):
+            # the usual case: one banded sweep (see _ConvActPoolGrads)
+            if _needs_grad(x):
+                dx, dw, db = invoke(OPS['_conv_act_pool_grads'], (gp, y, x, w),
+                                    dict(geom, pool=pool))
+            else:
+                dx = None
+                dw, db = invoke(OPS['_conv_act_pool_wgrad'], (gp, y, x),
+                                dict(geom, pool=pool, weight_shape=w.shape))
+            grads = [dx, dw]
+        else:
+            if gp is None:
+                gp = zeros_like(outputs[0])
+            dz, db = invoke(OPS['_avgpool_relu_grad'], (gp, y), {'pool': pool})
+            if gy is not None:                   # y itself was used: add its part
+                gz = invoke(OPS['_relu_backward'], (gy, y))
+                dz = dz + gz
+                db = db + gz.sum(axis=(0, 2, 3))
+            grads = OPS['Convolution'].backward(dz, inputs[:2], y, **conv)
         if len(inputs) == 3:
             grads.append(db if _needs_grad(inputs[2]) else None)
         return grads
+
+
+def _dz_bands(gp, y, pool, db):
+    """``band(rows, out=None)``: rows ``r0:r1`` of ``dy = upsample(gp) / (k*k)
+    * (y > 0)`` as ``(F, rows * OW * N)``, each band's sum added to ``db``
+    (the bias gradient).  Rows start on multiples of the pool height."""
+    xp = _xp(y)
+    kh, kw = pool
+    n, f, oh, ow = y.shape
+    ph, pw = gp.shape[2], gp.shape[3]
+    yt = _chwn(y)
+    if yt is None:                               # stored NCHW: make it CHWN
+        yt = xp.ascontiguousarray(y.transpose(1, 2, 3, 0))
+    gt = _chwn(gp)
+    if gt is None:
+        gt = xp.empty((f, ph, pw, n), gp.dtype)
+        _copyto(gt.transpose(3, 0, 1, 2), gp)
+    scale = y.dtype.type(1.0 / (kh * kw))
+
+    def band(rows, out=None):
+        r0, r1 = rows
+        if out is None:
+            out = _ws(xp, 'dz_band', (f, r1 - r0, ow, n), y.dtype)
+        rv = min(r1, ph * kh)                    # rows some window covers
+        if rv > r0:
+            blk = out[:, :rv - r0]
+            src = gt[:, r0 // kh:rv // kh] * scale
+            for i in range(kh):
+                for j in range(kw):
+                    blk[:, i::kh, j:pw * kw:kw] = src
+            if ow > pw * kw:
+                blk[:, :, pw * kw:] = 0
+        if r1 > rv:
+            out[:, max(rv, r0) - r0:] = 0
+        xp.multiply(out, yt[:, r0:r1] > 0, out=out)
+        xp.add(db, out.reshape(f, -1).sum(axis=1), out=db)
+        return out.reshape(f, -1)
+    return band
 
 
 @register
@@ -96,36 +147,68 @@ class AvgPoolReluGrad(Op):
 
     def forward(self, gp, y, pool):
         xp = _xp(y)
-        kh, kw = pool
         n, f, oh, ow = y.shape
-        ph, pw = gp.shape[2], gp.shape[3]
-        yt = _chwn(y)
-        if yt is None:                               # stored NCHW: make it CHWN
-            yt = xp.ascontiguousarray(y.transpose(1, 2, 3, 0))
-        gt = _chwn(gp)
-        if gt is None:
-            gt = xp.empty((f, ph, pw, n), gp.dtype)
-            _copyto(gt.transpose(3, 0, 1, 2), gp)
         dzt = xp.empty((f, oh, ow, n), y.dtype)
         db = xp.zeros(f, y.dtype)
-        scale = y.dtype.type(1.0 / (kh * kw))
-        row_bytes = ow * n * f * y.dtype.itemsize * kh
-        step = max(1, _BAND // max(1, row_bytes)) if xp is np else ph
-        for q0 in range(0, ph, step):
-            q1 = min(q0 + step, ph)
-            r0, r1 = q0 * kh, q1 * kh
-            blk = dzt[:, r0:r1]
-            src = gt[:, q0:q1] * scale
-            for i in range(kh):
-                for j in range(kw):
-                    blk[:, i::kh, j:pw * kw:kw] = src
-            if ow > pw * kw:
-                blk[:, :, pw * kw:] = 0
-            xp.multiply(blk, yt[:, r0:r1] > 0, out=blk)
-            db += blk.reshape(f, -1).sum(axis=1)
-        if oh > ph * kh:
-            dzt[:, ph * kh:] = 0
+        band = _dz_bands(gp, y, pool, db)
+        row_bytes = ow * n * f * y.dtype.itemsize
+        step = pool[0] * max(1, _BAND // max(1, row_bytes * pool[0])) \
+            if xp is np else oh
+        for r0 in range(0, oh, step):
+            band((r0, min(r0 + step, oh)), out=dzt[:, r0:r0 + step])
         return [dzt.transpose(3, 0, 1, 2), db]
+
+
+class _ConvActPoolGrads(Op):
+    """The gradients of ``_conv_act_pool`` in ONE sweep over bands of rows:
+    each band of ``dy`` is made from the pooled gradient and the relu mask
+    (:func:`_dz_bands`) and used at once by the weight (and data) GEMMs of
+    :func:`_conv_grads`, while it is in the cache; ``dy`` never exists whole.
+    """
+    differentiable = False
+
+    def _run(self, gp, y, x, w, wshape, pool, conv):
+        g = _conv_geom(self.name, x.shape, tuple(wshape), conv.get('kernel'),
+                       conv.get('stride', (1, 1)), conv.get('dilate', (1, 1)),
+                       conv.get('pad', (0, 0)), conv.get('num_group', 1))
+        xp = _xp(y)
+        f = y.shape[1]
+        db = xp.zeros(f, y.dtype)
+        bands = (f, y.dtype, pool[0], _dz_bands(gp, y, pool, db))
+        dx, dw = _conv_grads(None, g, conv.get('num_group', 1), w=w, x=x,
+                             wshape=tuple(wshape), dy_bands=bands)
+        return dx, dw, db
+
+
+_CONV_KEYS = ('kernel', 'stride', 'dilate', 'pad', 'num_group')
+
+
+@register
+class ConvActPoolWeightGrad(_ConvActPoolGrads):
+    """``(dW, db)`` of ``_conv_act_pool`` from ``(gp, y, x)``."""
+    name = '_conv_act_pool_wgrad'
+    nout = 2
+
+    def infer(self, shapes, dtypes, weight_shape, pool, **conv):
+        return [(tuple(weight_shape), dtypes[1]), ((shapes[1][1],), dtypes[1])]
+
+    def forward(self, gp, y, x, weight_shape, pool, **conv):
+        _, dw, db = self._run(gp, y, x, None, weight_shape, pool, conv)
+        return [dw, db]
+
+
+@register
+class ConvActPoolGrads(_ConvActPoolGrads):
+    """``(dx, dW, db)`` of ``_conv_act_pool`` from ``(gp, y, x, w)``."""
+    name = '_conv_act_pool_grads'
+    nout = 3
+
+    def infer(self, shapes, dtypes, pool, **conv):
+        return [(tuple(shapes[2]), dtypes[2]), (tuple(shapes[3]), dtypes[3]),
+                ((shapes[1][1],), dtypes[1])]
+
+    def forward(self, gp, y, x, w, pool, **conv):
+        return list(self._run(gp, y, x, w, w.shape, pool, conv))
 
 
 def fusable_pool(attrs):
