@@ -207,7 +207,7 @@ class Executor:
                                  f"executor was bound with {dst.shape}; use reshape()")
             dst[:] = v
         plan = self._plan(bool(is_train))
-        if is_train and self._need_grad:
+        if is_train and self._need_grad and self._flow(plan)[1]:
             with autograd.record(train_mode=True):
                 heads = plan.launch(self._input_arrays, record=True)
         else:
@@ -235,10 +235,12 @@ class Executor:
             # still differentiates it: run it again, recording, in predict mode.
             self._heads_plan = self._plan(False)
             with autograd.record(train_mode=False):
-                self._heads = self._heads_plan.launch(self._input_arrays, record=True)
+                self._heads = self._heads_plan.launch(self._input_arrays,
+                                                      record=self._flow(
+                                                          self._heads_plan)[1])
         # 'write' gradients that no path from the outputs reaches are zeros,
         # as MXNet's gradient graph writes them (comparisons, BlockGrad).
-        for name in self._unreached(self._heads_plan):
+        for name in self._flow(self._heads_plan)[0]:
             self.grad_dict[name][:] = 0
         if out_grads is not None:
             if isinstance(out_grads, _nd.NDArray):
@@ -257,21 +259,32 @@ class Executor:
                               train_mode=is_train)
         self._heads = None
 
-    def _unreached(self, plan):
-        """Names of the 'write' arguments no gradient reaches in ``plan``."""
-        cache = self.__dict__.setdefault('_unreached_of', {})
-        names = cache.get(id(plan))
-        if names is None:
+    def _flow(self, plan):
+        """Where gradients flow in ``plan``: (names of the 'write' arguments
+        no gradient reaches, whether any argument with a gradient is reached).
+
+        Found once per plan by walking its steps back from the outputs over
+        differentiable operators.  When nothing is reached (the outputs are
+        comparisons, or behind BlockGrad), forward need not record at all:
+        MXNet's "zero propagation".
+        """
+        cache = self.__dict__.setdefault('_flow_of', {})
+        res = cache.get(id(plan))
+        if res is None:
             live = set(plan.heads)
             for st in reversed(plan.steps):
                 if st.op is not None and st.op.differentiable and \
                         any(o in live for o in st.outs):
                     live.update(st.ins)
-            names = cache[id(plan)] = [
-                n.name for k, n in enumerate(self._inputs)
-                if k not in live and self._grad_req.get(n.name) == 'write'
-                and self.grad_dict.get(n.name) is not None]
-        return names
+            grads = self.grad_dict
+            has_grad = [(k, n.name) for k, n in enumerate(self._inputs)
+                        if self._grad_req.get(n.name, 'null') != 'null'
+                        and grads.get(n.name) is not None]
+            res = cache[id(plan)] = (
+                [n for k, n in has_grad if k not in live
+                 and self._grad_req[n] == 'write'],
+                any(k in live for k, _ in has_grad))
+        return res
 
     # -- parameters and shapes ------------------------------------------------------
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
@@ -335,8 +348,26 @@ class Executor:
                                   'implemented in d2lmini')
 
     def debug_str(self):
-        """The plan of the training graph: steps, slots and the memory plan."""
-        return self._plan(True).describe()
+        """The plan of the training graph: steps, slots and the memory plan,
+        with the memory its intermediate values and outputs take at peak
+        (all of them, kept for backward, when forward records; else the
+        most alive at once, as the plan frees each after its last use)."""
+        plan = self._plan(True)
+        keep = self._need_grad and self._flow(plan)[1]
+        size = [int(np.prod(s)) * np.dtype(d).itemsize
+                for s, d in zip(plan.shapes, plan.dtypes)]
+        if keep:
+            peak = sum(size[i] for i in plan.produced)
+        else:
+            alive = peak = 0
+            for k, st in enumerate(plan.steps):
+                # an in-place step's output is its input's buffer, freed below
+                alive += sum(size[o] for o in st.outs if o in plan.produced)
+                peak = max(peak, alive)
+                alive -= sum(size[i] for i in plan.free[k])
+        return (plan.describe() +
+                f'\nTotal {int(round(peak / 2 ** 20))} MB allocated '
+                f'({"kept for backward" if keep else "peak, freed as it goes"})')
 
     def __repr__(self):
         return (f'<Executor {self._symbol.name or self._symbol.list_outputs()} on '
