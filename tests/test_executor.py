@@ -413,3 +413,30 @@ def test_training_a_symbolic_mlp_by_hand_matches_autograd_sgd():
     for n in params:
         np.testing.assert_allclose(ex.arg_dict[n].asnumpy(), ws[n].asnumpy(),
                                    rtol=1e-4, atol=1e-5)
+
+
+def _total_mb(ex):
+    return int(ex.debug_str().rsplit('Total ', 1)[1].split(' MB')[0])
+
+
+def test_debug_str_memory_and_zero_propagation():
+    # six squarings of a 1 MB array: recording keeps all six results for
+    # backward; without gradients the plan holds two at a time
+    data = mx.sym.var('data')
+    for _ in range(6):
+        data = data * data
+    shape = (256, 1024)
+    train = data.simple_bind(mx.cpu(), data=shape)
+    infer = data.simple_bind(mx.cpu(), data=shape, grad_req='null')
+    cut = mx.sym.stop_gradient(data).simple_bind(mx.cpu(), data=shape)
+    assert _total_mb(train) == 6
+    assert _total_mb(infer) == _total_mb(cut) == 2
+    assert train.debug_str().count('multiply') == 6       # one line a step
+    # behind stop_gradient nothing is recorded; backward writes zeros
+    x = nd.array(np.full(shape, 1.01, np.float32))
+    cut.grad_dict['data'][:] = 5
+    out = cut.forward(is_train=True, data=x)[0]
+    assert out._node is None
+    np.testing.assert_allclose(out.asnumpy(), 1.01 ** 64, rtol=1e-4)
+    cut.backward(nd.ones(shape))
+    assert not cut.grad_dict['data'].asnumpy().any()
