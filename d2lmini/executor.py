@@ -55,6 +55,13 @@ def _as_list(name, values, names, required):
     return out
 
 
+def _view(a, shape):
+    """The first ``prod(shape)`` elements of ``a``'s memory, shaped ``shape``
+    (a view that knows its base, so the engine orders reads of ``a`` after
+    writes through it)."""
+    return a._view((-1,))[:int(np.prod(shape))]._view(tuple(shape))
+
+
 class Executor:
     """A bound Symbol: arrays for every input, a plan per mode, outputs."""
 
@@ -73,12 +80,8 @@ class Executor:
                                     False)
         self._grad_req = self._reqs(grad_req)
         for n, g in zip(self._arg_names, self.grad_arrays):
-            if g is None and self._grad_req[n] != 'null':
-                if args_grad is not None:
-                    self._grad_req[n] = 'null'        # MXNet: no buffer, no gradient
-                else:
-                    raise ValueError(f"bind: grad_req for '{n}' is "
-                                     f"'{self._grad_req[n]}' but args_grad is None")
+            if g is None:
+                self._grad_req[n] = 'null'        # MXNet: no buffer, no gradient
         for n, a in zip(self._arg_names + self._aux_names,
                         self.arg_arrays + self.aux_arrays):
             if a._ctx != ctx:
@@ -90,12 +93,14 @@ class Executor:
         arrays.update(zip(self._aux_names, self.aux_arrays))
         self._input_arrays = [arrays[n.name] for n in self._inputs]
         info, _ = propagate(symbol, {n: a.shape for n, a in arrays.items()},
-                            {n: a.dtype for n, a in arrays.items()}, partial=False)
+                            {n: a.dtype for n, a in arrays.items()}, partial=False,
+                            zero_unknown=False)
         self._out_info = [info[(id(n), i)] for n, i in symbol._outputs]
         self._plans = {}
         self._mark_variables()
         self.outputs = [_nd.zeros(s, ctx=ctx, dtype=d) for s, d in self._out_info]
         self._heads = None
+        self._forwarded = False
         self._monitor = None
 
     @classmethod
@@ -202,13 +207,15 @@ class Executor:
                                  f"executor was bound with {dst.shape}; use reshape()")
             dst[:] = v
         plan = self._plan(bool(is_train))
-        if is_train and self._need_grad:
+        if is_train and self._need_grad and self._flow(plan)[1]:
             with autograd.record(train_mode=True):
                 heads = plan.launch(self._input_arrays, record=True)
         else:
             with autograd.train_mode() if is_train else autograd.predict_mode():
                 heads = plan.launch(self._input_arrays, record=False)
         self._heads = heads if is_train else None
+        self._heads_plan = plan
+        self._forwarded = True
         for dst, src in zip(self.outputs, heads):
             dst[:] = src
         return self.outputs
@@ -219,10 +226,22 @@ class Executor:
         Loss heads (SoftmaxOutput, ...) need no ``out_grads``; for other
         outputs the default head gradient is ones.
         """
-        if self._heads is None:
+        if not self._forwarded:
             raise MXNetError('backward: call forward(is_train=True) first')
         if not self._need_grad:
             return
+        if self._heads is None:
+            # The last forward was for inference (nothing recorded); MXNet
+            # still differentiates it: run it again, recording, in predict mode.
+            self._heads_plan = self._plan(False)
+            with autograd.record(train_mode=False):
+                self._heads = self._heads_plan.launch(self._input_arrays,
+                                                      record=self._flow(
+                                                          self._heads_plan)[1])
+        # 'write' gradients that no path from the outputs reaches are zeros,
+        # as MXNet's gradient graph writes them (comparisons, BlockGrad).
+        for name in self._flow(self._heads_plan)[0]:
+            self.grad_dict[name][:] = 0
         if out_grads is not None:
             if isinstance(out_grads, _nd.NDArray):
                 out_grads = [out_grads]
@@ -239,6 +258,33 @@ class Executor:
             autograd.backward(heads, None if out_grads is None else grads,
                               train_mode=is_train)
         self._heads = None
+
+    def _flow(self, plan):
+        """Where gradients flow in ``plan``: (names of the 'write' arguments
+        no gradient reaches, whether any argument with a gradient is reached).
+
+        Found once per plan by walking its steps back from the outputs over
+        differentiable operators.  When nothing is reached (the outputs are
+        comparisons, or behind BlockGrad), forward need not record at all:
+        MXNet's "zero propagation".
+        """
+        cache = self.__dict__.setdefault('_flow_of', {})
+        res = cache.get(id(plan))
+        if res is None:
+            live = set(plan.heads)
+            for st in reversed(plan.steps):
+                if st.op is not None and st.op.differentiable and \
+                        any(o in live for o in st.outs):
+                    live.update(st.ins)
+            grads = self.grad_dict
+            has_grad = [(k, n.name) for k, n in enumerate(self._inputs)
+                        if self._grad_req.get(n.name, 'null') != 'null'
+                        and grads.get(n.name) is not None]
+            res = cache[id(plan)] = (
+                [n for k, n in has_grad if k not in live
+                 and self._grad_req[n] == 'write'],
+                any(k in live for k, _ in has_grad))
+        return res
 
     # -- parameters and shapes ------------------------------------------------------
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
@@ -259,41 +305,69 @@ class Executor:
                                      f"this executor (allow_extra_params=True to skip)")
 
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
-        """A new executor for new input shapes, sharing the arrays that keep theirs."""
+        """A new executor for new input shapes, sharing memory with this one.
+
+        Arrays that keep their shape are the same arrays (the parameters);
+        arrays that shrink are views of the start of this executor's
+        buffers, as MXNet shares them; arrays that grow need
+        ``allow_up_sizing=True`` and get new memory.
+        """
         arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
         if arg_shapes is None:
             raise MXNetError(f'reshape: cannot infer every shape from {kwargs}')
-        args, grads = [], []
-        for n, a, g, s in zip(self._arg_names, self.arg_arrays, self.grad_arrays,
-                              arg_shapes):
+
+        def fit(name, a, s):
             s = tuple(s)
-            if a.shape == s:
-                args.append(a)
-                grads.append(g)
-                continue
-            if n not in kwargs and not partial_shaping:
+            if a is None or a.shape == s:
+                return a
+            if np.prod(s) > np.prod(a.shape):
+                if not allow_up_sizing:
+                    raise MXNetError(f"reshape: '{name}' grows from {a.shape} to {s}; "
+                                     f"pass allow_up_sizing=True to allocate new "
+                                     f"memory")
+                return _nd.zeros(s, ctx=self._ctx, dtype=a.dtype)
+            return _view(a, s)
+        for n, a, s in zip(self._arg_names, self.arg_arrays, arg_shapes):
+            if a.shape != tuple(s) and n not in kwargs and not partial_shaping:
                 raise MXNetError(f"reshape: the shape of '{n}' changes from {a.shape} "
-                                 f"to {s}; pass partial_shaping=True to allow it")
-            if np.prod(s) > np.prod(a.shape) and not allow_up_sizing:
-                raise MXNetError(f"reshape: '{n}' grows from {a.shape} to {s}; pass "
-                                 f"allow_up_sizing=True to allocate new memory")
-            args.append(_nd.zeros(s, ctx=self._ctx, dtype=a.dtype))
-            grads.append(None if g is None else _nd.zeros(s, ctx=self._ctx,
-                                                          dtype=g.dtype))
-        aux = []
-        for a, s in zip(self.aux_arrays, aux_shapes):
-            aux.append(a if a.shape == tuple(s) else
-                       _nd.zeros(s, ctx=self._ctx, dtype=a.dtype))
-        reqs = dict(self._grad_req)
-        return Executor(self._symbol, self._ctx, args, grads, reqs, aux)
+                                 f"to {tuple(s)}; pass partial_shaping=True to allow it")
+        args = [fit(n, a, s) for n, a, s in zip(self._arg_names, self.arg_arrays,
+                                                arg_shapes)]
+        grads = [fit(n, g, s) for n, g, s in zip(self._arg_names, self.grad_arrays,
+                                                 arg_shapes)]
+        aux = [fit(n, a, s) for n, a, s in zip(self._aux_names, self.aux_arrays,
+                                               aux_shapes)]
+        new = Executor(self._symbol, self._ctx, args, grads, dict(self._grad_req), aux)
+        new.outputs = [_view(old, o.shape) if o.dtype == old.dtype and
+                       o.size <= old.size else o
+                       for o, old in zip(new.outputs, self.outputs)]
+        return new
 
     def set_monitor_callback(self, callback, monitor_all=False):
         raise NotImplementedError('set_monitor_callback: executor monitors are not '
                                   'implemented in d2lmini')
 
     def debug_str(self):
-        """The plan of the training graph: steps, slots and the memory plan."""
-        return self._plan(True).describe()
+        """The plan of the training graph: steps, slots and the memory plan,
+        with the memory its intermediate values and outputs take at peak
+        (all of them, kept for backward, when forward records; else the
+        most alive at once, as the plan frees each after its last use)."""
+        plan = self._plan(True)
+        keep = self._need_grad and self._flow(plan)[1]
+        size = [int(np.prod(s)) * np.dtype(d).itemsize
+                for s, d in zip(plan.shapes, plan.dtypes)]
+        if keep:
+            peak = sum(size[i] for i in plan.produced)
+        else:
+            alive = peak = 0
+            for k, st in enumerate(plan.steps):
+                # an in-place step's output is its input's buffer, freed below
+                alive += sum(size[o] for o in st.outs if o in plan.produced)
+                peak = max(peak, alive)
+                alive -= sum(size[i] for i in plan.free[k])
+        return (plan.describe() +
+                f'\nTotal {int(round(peak / 2 ** 20))} MB allocated '
+                f'({"kept for backward" if keep else "peak, freed as it goes"})')
 
     def __repr__(self):
         return (f'<Executor {self._symbol.name or self._symbol.list_outputs()} on '

@@ -604,6 +604,11 @@ class HybridBlock(Block):
         if isinstance(x, NDArray) and not args:     # the common case, kept cheap
             ctx, ctxs = x._ctx, (x._ctx,)
         elif _cg.has_symbol((x,) + args):
+            if _cg.has_ndarray((x,) + args):
+                raise ValueError(
+                    f'{type(self).__name__}: the inputs mix Symbols and NDArrays; '
+                    f'call a HybridBlock with Symbols only (to build a graph) or '
+                    f'NDArrays only (to compute)')
             return self._symbolic_forward(x, *args, **kwargs)
         else:
             ctx, ctxs = _input_contexts((x,) + args)
@@ -762,7 +767,7 @@ class SymbolBlock(HybridBlock):
                                 allow_deferred_init=True)
         self._reg = {p.name: p for p in self.params.values()}
         self.__dict__['_cached_graph'] = _cg.CachedGraph(
-            outputs, names, self._reg, None, len(outputs) == 1)
+            outputs, names, self._reg, [0] * len(outputs), len(outputs) == 1)
         self._active = True
 
     def forward(self, x, *args):

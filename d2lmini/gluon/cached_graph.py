@@ -136,6 +136,16 @@ def is_symbol(x):
     return isinstance(x, _sym.Symbol)
 
 
+def has_ndarray(args):
+    """Whether nested lists ``args`` hold an NDArray."""
+    for a in args:
+        if isinstance(a, NDArray):
+            return True
+        if isinstance(a, (list, tuple)) and has_ndarray(a):
+            return True
+    return False
+
+
 def has_symbol(args):
     """Whether nested lists ``args`` hold a Symbol (a symbolic call)."""
     for a in args:

@@ -22,6 +22,13 @@ _SKIP = {'NDArray', 'array', 'empty', 'waitall', 'save', 'load', 'load_frombuffe
          'reset_arrays', 'Case', 'cpu', 'builtins', 'warnings', 'broadcast_shapes',
          'norm_axis', 'result_dtype', 'infer_reshape', 'empty_like'}
 _NO_INPUT = inspect.Parameter.empty
+# Required array inputs that, left out, become variables ``{name}_data``, so
+# that ``FullyConnected(name='fc3', num_hidden=10)`` can be composed later.
+_DATA_INPUTS = ('data', 'lhs', 'rhs')
+# Attributes without which a layer has no shape (MXNet: "Required parameter
+# num_hidden ... is not presented"), checked when the symbol is made.
+_REQUIRED = {'FullyConnected': ('num_hidden',), 'Convolution': ('kernel', 'num_filter'),
+             'Deconvolution': ('kernel', 'num_filter'), 'Activation': ('act_type',)}
 
 # name -> the callable that computes the node (an nd function, usually)
 LOWER = {}
@@ -61,8 +68,12 @@ def input_names(op, attrs, n, varargs):
     return names[:n]
 
 
-def _make(op, inputs, attrs, hint=None, name=None, attr=None):
-    """A new node ``op`` on ``inputs`` [(input name or None, Symbol)]."""
+def _make(op, inputs, attrs, hint=None, name=None, attr=None, resolved=None):
+    """A new node ``op`` on ``inputs`` [(input name or None, Symbol)].
+
+    ``resolved``: the node's name already given by the NameManager (when it
+    named the layer's parameter variables), not to be prefixed again.
+    """
     node_inputs, names = [], []
     for nm, s in inputs:
         if len(s) != 1:
@@ -71,8 +82,8 @@ def _make(op, inputs, attrs, hint=None, name=None, attr=None):
         node_inputs.append(s._outputs[0])
         names.append(nm)
     user = {k: str(v) for k, v in (attr or {}).items()}
-    node = _Node(op, _fresh_name(name, hint or op.lower()), node_inputs, names,
-                 attrs, user, _nout(op, attrs))
+    node = _Node(op, resolved or _fresh_name(name, hint or op.lower()), node_inputs,
+                 names, attrs, user, _nout(op, attrs))
     return Symbol([(node, i) for i in range(node.nout)])
 
 
@@ -101,10 +112,15 @@ def _symbol_function(op, fn):
         except TypeError as e:
             raise TypeError(f'mx.sym.{op}: {e}') from None
         extra = bound.pop('kwargs', None) or bound.pop('ignored', None) or {}
+        missing = [a for a in _REQUIRED.get(op, ()) if bound.get(a) is None]
+        if missing:
+            raise TypeError(f"mx.sym.{op}: the required attribute(s) {missing} are "
+                            f"missing (e.g. {op}(data, {missing[0]}=...))")
         node_name = None
         for p in params:
             if p.name not in bound:
-                if p.name in auto and not _skip_auto(op, p.name, {**bound, **extra}):
+                if p.name in auto and not _skip_auto(op, p.name, {**bound, **extra}) \
+                        or p.name in _DATA_INPUTS and p.default is _NO_INPUT:
                     node_name = node_name or _fresh_name(name, op.lower())
                     inputs.append((p.name, Variable(f'{node_name}_{p.name}')))
                 continue
@@ -123,7 +139,7 @@ def _symbol_function(op, fn):
             if isinstance(v, Symbol):
                 raise TypeError(f"{op}: unexpected input symbol '{k}'")
             attrs[k] = v
-        return _make(op, inputs, attrs, name=node_name or name, attr=attr)
+        return _make(op, inputs, attrs, name=name, attr=attr, resolved=node_name)
 
     symbol_fn.__name__ = symbol_fn.__qualname__ = op
     symbol_fn.__doc__ = (f'Symbolic ``{op}``: adds a node to the graph; the '

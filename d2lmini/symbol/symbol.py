@@ -84,12 +84,16 @@ def _param_shapes(op, attrs, shapes):
     if x is None:
         return {}
     if op == 'FullyConnected':
-        nh = attrs['num_hidden']
+        nh = attrs.get('num_hidden')
+        if nh is None:
+            return {}                      # the operator itself says what is missing
         d = math.prod(x[1:]) if attrs.get('flatten', True) else x[-1]
         return {'weight': (nh, d), 'bias': (nh,)}
     if op in ('Convolution', '_conv_act', 'Deconvolution'):
         layout = attrs.get('layout') or 'NCHW'[:len(x)]
         c = x[layout.index('C')] if 'C' in layout else x[1]
+        if attrs.get('kernel') is None or attrs.get('num_filter') is None:
+            return {}
         k = tuple(attrs['kernel'])
         g = attrs.get('num_group', 1) or 1
         nf = attrs['num_filter']
@@ -106,7 +110,7 @@ def _param_shapes(op, attrs, shapes):
         return {'gamma': (x[1],), 'beta': (x[1],)}
     if op == 'GroupNorm':
         return {'gamma': (x[1],), 'beta': (x[1],)}
-    if op == 'Embedding':
+    if op == 'Embedding' and 'input_dim' in attrs and 'output_dim' in attrs:
         return {'weight': (attrs['input_dim'], attrs['output_dim'])}
     if op == 'LeakyReLU':
         return {'gamma': (x[1] if len(x) > 1 else 1,)}
@@ -289,13 +293,15 @@ class Symbol:
         return Symbol(outs)
 
     def get_children(self):
-        """The inputs of this symbol's node, as a group (None for a variable)."""
-        if len(self._outputs) != 1:
-            raise ValueError('get_children: only for a single-output symbol')
-        node = self._outputs[0][0]
-        if not node.inputs:
-            return None
-        return Symbol(node.inputs)
+        """The inputs of this symbol's node(s), as a group; None if there are
+        none (a variable).  For a group, the inputs of each distinct node in
+        turn (the three outputs of one ``split`` count once)."""
+        children, seen = [], set()
+        for node, _ in self._outputs:
+            if id(node) not in seen:
+                seen.add(id(node))
+                children += node.inputs
+        return Symbol(children) if children else None
 
     def __len__(self):
         return len(self._outputs)
@@ -395,15 +401,23 @@ class Symbol:
         if unknown:
             raise ValueError(f'compose: unknown argument(s) {sorted(unknown)}; '
                              f'the arguments are {self.list_inputs()}')
-        for n in self._nodes():
+        nodes = self._nodes()
+        saved = [(n, n.inputs) for n in nodes], self._outputs
+        for n in nodes:
             n.inputs = [kwargs[src.name]._outputs[0]
                         if src.is_variable and src.name in kwargs else (src, i)
                         for src, i in n.inputs]
         self._outputs = [kwargs[n.name]._outputs[0] if n.is_variable and n.name in
                          kwargs else (n, i) for n, i in self._outputs]
+        try:
+            _topo(self._outputs)          # a cycle fails here, not at bind
+        except MXNetError:
+            for n, inputs in saved[0]:    # and leaves the symbol as it was
+                n.inputs = inputs
+            self._outputs = saved[1]
+            raise
         if name and len(self._outputs) == 1:
             self._outputs[0][0].name = name
-        _topo(self._outputs)              # a cycle fails here, not at bind
 
     # -- arithmetic --------------------------------------------------------------------
     def _binary(self, other, op, scalar_op, reverse=False):
@@ -414,7 +428,11 @@ class Symbol:
         if isinstance(other, (int, float, np.number, bool)):
             return ops._make(scalar_op, [(None, self)], {'scalar': float(other)},
                              hint=scalar_op.replace('_scalar', 'scalar'))
-        return NotImplemented
+        # MXNet refuses here too; returning NotImplemented would let an
+        # NDArray try (and fail obscurely) to turn the Symbol into numbers.
+        raise TypeError(f"a Symbol cannot be combined with a {type(other).__name__}: "
+                        f"use a Symbol (mx.sym.var) or a number; arrays are given "
+                        f"when the symbol is bound")
 
     def __add__(self, o):
         return self._binary(o, 'elemwise_add', '_plus_scalar')
@@ -499,6 +517,11 @@ class Symbol:
         """``(arg_types, out_types, aux_types)``: float32 unless told otherwise."""
         from . import infer
         return infer.infer_type(self, args, kwargs)
+
+    def infer_type_partial(self, *args, **kwargs):
+        """Like :meth:`infer_type`, with ``None`` for the types not inferred."""
+        from . import infer
+        return infer.infer_type(self, args, kwargs, partial=True)
 
     # -- serialization --------------------------------------------------------------------
     def tojson(self):
@@ -647,13 +670,30 @@ def load_json(json_str):
     if not isinstance(graph, dict) or 'nodes' not in graph or 'heads' not in graph:
         raise MXNetError("load_json: not a symbol file (it needs 'nodes' and 'heads')")
     nodes = []
+
+    def entry(e, what):
+        """The (node, output index) an input or head ``[node, index, version]``
+        names; a clear error if there is no such node or output."""
+        try:
+            src, i = nodes[e[0]], int(e[1])
+        except (IndexError, TypeError, ValueError, KeyError):
+            raise MXNetError(f'load_json: {what} refers to {e!r}: no such node '
+                             f'(entries are [node index, output index, 0], and '
+                             f'a node reads only earlier nodes)') from None
+        if not 0 <= i < src.nout:
+            raise MXNetError(f"load_json: {what} reads output {i} of node "
+                             f"'{src.name}', which has {src.nout} output(s)")
+        return src, i
+
     for k, d in enumerate(graph['nodes']):
         try:
             op, name = d['op'], d['name']
-            inputs = [(nodes[e[0]], e[1]) for e in d.get('inputs', [])]
-        except (KeyError, IndexError, TypeError) as e:
-            raise MXNetError(f'load_json: node {k} is malformed ({e!r}); nodes may '
-                             f'only use earlier nodes as inputs') from None
+            raw_inputs = list(d.get('inputs', []))
+        except (KeyError, TypeError) as e:
+            raise MXNetError(f"load_json: node {k} is malformed (missing {e}); a "
+                             f"node needs 'op', 'name' and 'inputs'") from None
+        inputs = [entry(e, f"input {j} of node '{name}'")
+                  for j, e in enumerate(raw_inputs)]
         raw = d.get('attrs', d.get('param', d.get('attr', {}))) or {}
         user = {a: v for a, v in raw.items() if a.startswith('__')}
         attrs = {a: _parse_attr(v) for a, v in raw.items() if not a.startswith('__')}
@@ -666,11 +706,9 @@ def load_json(json_str):
             names = ops.input_names(op, attrs, len(inputs), d.get('varargs', False))
             node = _Node(op, name, inputs, names, attrs, user, _nout(op, attrs))
         nodes.append(node)
-    try:
-        heads = [(nodes[h[0]], h[1]) for h in graph['heads']]
-    except (IndexError, TypeError):
-        raise MXNetError('load_json: a head refers to a node that does not exist') \
-            from None
+    if not isinstance(graph['heads'], list) or not graph['heads']:
+        raise MXNetError("load_json: 'heads' must be a non-empty list of outputs")
+    heads = [entry(h, f'head {j}') for j, h in enumerate(graph['heads'])]
     return Symbol(heads)
 
 
