@@ -22,7 +22,7 @@ Python exception that the front end or a kernel raised::
 """
 import numpy as np
 
-__all__ = ['MXNetError', 'InternalError', 'register_error', 'error_types',
+__all__ = ['MXNetError', 'InternalError', 'NotImplementedForSymbol', 'register_error', 'error_types',
            'as_mxnet_error', 'integer_types', 'numeric_types', 'string_types',
            'py_str', 'mx_real_t']
 
@@ -68,6 +68,22 @@ def register_error(func_name=None, cls=None):
         error_types[func_name if isinstance(func_name, str) else mycls.__name__] = mycls
         return mycls
     return register if cls is None else register(cls)
+
+
+@register_error
+class NotImplementedForSymbol(MXNetError):
+    """What a Symbol cannot do because it holds no values (``bool(sym)``)."""
+
+    def __init__(self, function, alias=None, *args):
+        name = getattr(function, '__name__', str(function))
+        msg = f'Function {name}'
+        if alias:
+            msg += f' (namely operator "{alias}")'
+        if args:
+            msg += f' with arguments ({", ".join(type(a).__name__ for a in args)})'
+        super().__init__(msg + ' is not implemented for Symbol and only available '
+                         'in NDArray.')
+        self.function, self.alias = name, alias
 
 
 @register_error

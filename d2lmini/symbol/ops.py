@@ -199,15 +199,19 @@ for _k, _v in list(random.__dict__.items()):
     if callable(_v) and not _k.startswith('_'):
         _v.__name__ = _k
 
+# MXNet's fluent methods: ``sym.reshape(...)`` is ``mx.sym.reshape(sym, ...)``.
 FLUENT = {k: globals()[k] for k in (
-    'reshape', 'flatten', 'transpose', 'sum', 'mean', 'max', 'min', 'prod', 'exp',
-    'log', 'sqrt', 'square', 'relu', 'sigmoid', 'tanh', 'softmax', 'log_softmax',
-    'expand_dims', 'squeeze', 'swapaxes', 'slice_axis', 'split', 'clip', 'abs',
-    'sign', 'broadcast_to', 'tile', 'repeat', 'flip', 'argmax', 'argmin', 'one_hot',
-    'take', 'pick', 'topk', 'sort', 'argsort', 'zeros_like', 'ones_like', 'norm',
-    'slice', 'reshape_like', 'broadcast_like', 'round', 'floor', 'ceil',
-    'reciprocal', 'sin', 'cos', 'softmin', 'nansum', 'nanprod', 'log1p', 'expm1',
-    'rsqrt', 'dot', 'batch_dot', 'diag' if 'diag' in globals() else 'exp')
+    'reshape', 'reshape_like', 'zeros_like', 'ones_like', 'broadcast_axes', 'repeat',
+    'pad', 'swapaxes', 'split', 'split_v2', 'slice', 'slice_axis', 'slice_like',
+    'take', 'one_hot', 'pick', 'sort', 'topk', 'argsort', 'argmax', 'argmax_channel',
+    'argmin', 'clip', 'abs', 'sign', 'flatten', 'shape_array', 'size_array',
+    'expand_dims', 'broadcast_to', 'broadcast_like', 'tile', 'transpose', 'flip',
+    'diag', 'sum', 'nansum', 'prod', 'nanprod', 'mean', 'max', 'min', 'norm',
+    'round', 'rint', 'fix', 'floor', 'ceil', 'trunc', 'sin', 'cos', 'tan', 'arcsin',
+    'arccos', 'arctan', 'degrees', 'radians', 'sinh', 'cosh', 'tanh', 'arcsinh',
+    'arccosh', 'arctanh', 'exp', 'expm1', 'log', 'log10', 'log2', 'log1p', 'sqrt',
+    'rsqrt', 'cbrt', 'rcbrt', 'square', 'reciprocal', 'relu', 'sigmoid', 'softmax',
+    'log_softmax', 'softmin', 'squeeze', 'dot', 'batch_dot')
     if k in globals()}
 FLUENT['astype'] = globals()['cast']
 

@@ -343,7 +343,8 @@ class Symbol:
         self._outputs = load_json(state['json'])._outputs
 
     def __bool__(self):
-        raise NotImplementedError('a Symbol has no truth value: it is not computed')
+        from ..base import NotImplementedForSymbol
+        raise NotImplementedForSymbol(self.__bool__, 'bool')
 
     def __getattr__(self, name):
         # Fluent methods: sym.reshape(...), sym.sum(axis=1), sym.relu(), ...

@@ -411,7 +411,7 @@ def numeric_grad(f, location, eps=1e-4, use_forward_train=True, dtype=np.float32
 
     ``f`` maps NDArrays to one NDArray (or a list of them, summed); ``location``
     is a list or dict of NumPy arrays. Returns NumPy gradients in the same
-    structure. (MXNet's version takes an executor; d2lmini has none.)
+    structure. (MXNet's version takes an executor.)
     """
     names = list(location) if isinstance(location, dict) else None
     values = [np.array(v, dtype=np.float64) for v in
@@ -445,11 +445,13 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None,
                            dtype=default_dtype()):
     """Check autograd's gradient of ``sum(sym(*location))`` by central differences.
 
-    ``sym`` is a callable on NDArrays here (d2lmini has no Symbol); a Symbol
-    raises MissingInD2lmini. ``location`` is a list or dict of arrays.
+    ``sym`` is a Symbol (run through its plan, so autograd differentiates it)
+    or a callable on NDArrays. ``location`` is a list or dict of arrays.
     """
-    if not callable(sym):
-        _missing('Symbol: check_numeric_gradient takes a callable on NDArrays')
+    if isinstance(sym, mx.sym.Symbol):          # a Symbol: run it as a function
+        if not isinstance(location, dict):
+            location = dict(zip(sym.list_arguments(), location))
+        sym = _differentiable(sym, aux_states)
     dtype = np.dtype(dtype)
     eps = numeric_eps if numeric_eps is not None else default_numeric_eps()[dtype]
     rtol = get_rtol(rtol, dtype) if not isinstance(rtol, numbers.Number) else rtol
@@ -474,6 +476,145 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None,
             continue
         assert_almost_equal(num, arg.grad.asnumpy(), rtol=rtol, atol=atol,
                             names=(f'NUMERICAL_{key}', f'BACKWARD_{key}'))
+
+
+# ------------------------------------------------------ symbolic checks
+
+def _bind_inputs(sym, location, ctx, aux_states=None, grad_req='write'):
+    """An executor of ``sym`` on ``location`` (list in list_arguments order
+    or dict), with ``aux_states``; its arguments hold copies."""
+    ctx = ctx or default_context()
+    names = sym.list_arguments()
+    if not isinstance(location, dict):
+        location = dict(zip(names, location))
+    args = {k: mx.nd.array(_to_numpy(v), ctx=ctx,
+                           dtype=getattr(v, 'dtype', default_dtype()))
+            for k, v in location.items()}
+    aux = aux_states or {}
+    if not isinstance(aux, dict):
+        aux = dict(zip(sym.list_auxiliary_states(), aux))
+    aux = {k: mx.nd.array(_to_numpy(v), ctx=ctx) for k, v in aux.items()}
+    grads = {k: mx.nd.zeros(a.shape, ctx=ctx, dtype=a.dtype) for k, a in args.items()}
+    return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req, aux_states=aux)
+
+
+def check_symbolic_forward(sym, location, expected, rtol=None, atol=None,
+                           aux_states=None, ctx=None, equal_nan=False,
+                           dtype=np.float32):
+    """The outputs of ``sym`` bound to ``location`` equal ``expected``."""
+    ex = _bind_inputs(sym, location, ctx, aux_states, grad_req='null')
+    outs = [o.asnumpy() for o in ex.forward(is_train=False)]
+    if isinstance(expected, dict):
+        expected = [expected[k] for k in sym.list_outputs()]
+    for name, out, want in zip(sym.list_outputs(), outs, expected):
+        assert_almost_equal(want, out, rtol, atol, (f'EXPECTED_{name}',
+                                                    f'FORWARD_{name}'),
+                            equal_nan=equal_nan)
+    return outs
+
+
+def check_symbolic_backward(sym, location, out_grads, expected, rtol=None,
+                            atol=None, aux_states=None, grad_req='write', ctx=None,
+                            grad_stypes=None, equal_nan=False, dtype=np.float32):
+    """The gradients of ``sym`` for head gradients ``out_grads`` equal
+    ``expected`` (list in list_arguments order, or dict)."""
+    ex = _bind_inputs(sym, location, ctx, aux_states, grad_req=grad_req)
+    ex.forward(is_train=True)
+    if isinstance(out_grads, dict):
+        out_grads = [out_grads[k] for k in sym.list_outputs()]
+    ex.backward([mx.nd.array(_to_numpy(g), ctx=ex._ctx) for g in out_grads])
+    names = sym.list_arguments()
+    if not isinstance(expected, dict):
+        expected = dict(zip(names, expected))
+    got = {}
+    for name, want in expected.items():
+        g = ex.grad_dict[name]
+        if g is None or want is None:
+            continue
+        got[name] = g.asnumpy()
+        assert_almost_equal(want, got[name], rtol, atol, (f'EXPECTED_{name}',
+                                                          f'BACKWARD_{name}'),
+                            equal_nan=equal_nan)
+    return got
+
+
+def check_consistency(sym, ctx_list, scale=1.0, grad_req='write', arg_params=None,
+                      aux_params=None, rtol=None, atol=None, raise_on_err=True,
+                      ground_truth=None, equal_nan=False, use_uniform=False,
+                      rand_type=np.float64):
+    """The same symbol (or one per entry) gives the same outputs and
+    gradients on every entry of ``ctx_list`` (contexts, shapes, dtypes),
+    compared with the entry of the widest dtype."""
+    syms = list(sym) if isinstance(sym, (list, tuple)) else [sym] * len(ctx_list)
+    exes = []
+    for s, entry in zip(syms, ctx_list):
+        entry = dict(entry)
+        ctx = entry.pop('ctx')
+        types = entry.pop('type_dict', None)
+        exes.append(s.simple_bind(ctx=ctx, grad_req=grad_req, type_dict=types,
+                                  **entry))
+    ref_k = max(range(len(exes)), key=lambda k: max(
+        [np.dtype(a.dtype).itemsize for a in exes[k].arg_arrays] or [0]))
+    ref = exes[ref_k]
+    rng = np.random.default_rng(0)
+    arg_params = dict(arg_params or {})
+    for name, arr in ref.arg_dict.items():
+        if name not in arg_params:
+            v = rng.uniform(-1, 1, arr.shape) if use_uniform else \
+                rng.normal(size=arr.shape) * scale
+            arg_params[name] = v.astype(rand_type)
+    aux_params = dict(aux_params or {})
+    for name, arr in ref.aux_dict.items():
+        aux_params.setdefault(name, np.zeros(arr.shape, rand_type))
+    for ex in exes:
+        for name, arr in ex.arg_dict.items():
+            arr[:] = _to_numpy(arg_params[name]).astype(arr.dtype)
+        for name, arr in ex.aux_dict.items():
+            arr[:] = _to_numpy(aux_params[name]).astype(arr.dtype)
+    outs = [[o.asnumpy() for o in ex.forward(is_train=False)] for ex in exes]
+    gt = ground_truth or dict(zip(syms[ref_k].list_outputs(), outs[ref_k]))
+    for k, ex in enumerate(exes):
+        for name, out in zip(syms[k].list_outputs(), outs[k]):
+            assert_almost_equal(gt[name], out, rtol, atol,
+                                (f'{name} (ref)', f'{name} (ctx {k})'),
+                                equal_nan=equal_nan)
+    if grad_req == 'null':
+        return gt
+    for ex in exes:
+        ex.forward(is_train=True)
+        ex.backward([o.copy() for o in ex.outputs])
+    ref_grads = {n: g.asnumpy() for n, g in ref.grad_dict.items() if g is not None}
+    for k, ex in enumerate(exes):
+        for name, g in ex.grad_dict.items():
+            if g is None or name not in ref_grads:
+                continue
+            assert_almost_equal(ref_grads[name], g.asnumpy(), rtol, atol,
+                                (f'{name} grad (ref)', f'{name} grad (ctx {k})'),
+                                equal_nan=equal_nan)
+    return gt
+
+
+def _differentiable(graph, aux):
+    """``graph`` as a function of NDArrays (keyword per argument) that
+    autograd differentiates: its plan runs on the given arrays themselves."""
+    from mxnet.symbol.graph import lower
+    from mxnet.symbol.ops import call_node
+    nodes = graph._nodes()
+    inputs = [n for n in nodes if n.is_variable]
+
+    def f(**named):
+        ctx = next(iter(named.values())).context
+        aux_d = aux if isinstance(aux, dict) else \
+            dict(zip(graph.list_auxiliary_states(), aux or []))
+        values = dict(named)
+        values.update({k: mx.nd.array(_to_numpy(v), ctx=ctx) for k, v in aux_d.items()})
+        arrays = [values[n.name] for n in inputs]
+        plan = lower(nodes, inputs, graph._outputs, [a.shape for a in arrays],
+                     [a.dtype for a in arrays], ctx, mx.autograd.is_training(),
+                     call_node)
+        outs = plan.launch(arrays)
+        return outs[0] if len(outs) == 1 else outs
+    return f
 
 
 # ----------------------------------------------------------- environment
