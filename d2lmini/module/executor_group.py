@@ -86,6 +86,8 @@ def _load(sources, targets, axes):
             for part, (_, dst) in zip(src, dsts):
                 part.copyto(dst)
             continue
+        if not isinstance(src, nd.NDArray):        # a NumPy batch
+            src = nd.array(src, dtype=dsts[0][1].dtype)
         for sl, dst in dsts:
             part = _take(src, sl, axis)
             if part.shape != dst.shape:
