@@ -32,6 +32,10 @@ _TRACE = engine._TRACE
 _stream_for = engine.stream_for
 _REC = _ag._STATE          # [recording, training]
 _EMPTY = {}
+# The graph being traced (d2lmini.symbol.graph.Capture) or None.  While a
+# symbol is lowered to a plan, every operator call on the tracing thread is
+# recorded there instead of being run: the arrays are shape-only placeholders.
+_CAPTURE = [None]
 
 DEFAULT_DTYPE = np.dtype(np.float32)
 py_slice = slice        # MXNet's name for the builtin, which nd.slice shadows
@@ -74,6 +78,8 @@ def invoke(op, args, attrs=_EMPTY):
     """Run ``op`` on NDArrays ``args``: the single dispatch path of d2lmini."""
     # This is the hot path of every operator: it is written out (no list
     # comprehensions, no partials) because each line costs a dispatch.
+    if _CAPTURE[0] is not None and _CAPTURE[0].active():
+        return _CAPTURE[0].invoke(op, args, attrs)
     a0 = args[0]
     ctx = a0._ctx
     n = len(args)
@@ -164,6 +170,9 @@ def _first_of(fn):
 
 def _run(name, fn, args, outs, ctx, deps=None):
     """Execute ``fn`` over ``args``' data into ``outs``: now, or on the stream."""
+    if _CAPTURE[0] is not None and _CAPTURE[0].active():
+        _CAPTURE[0].run(name, fn, args, outs)
+        return
     if _NAIVE_MODE[0]:
         engine.run_sync(name, fn, args, outs, ctx, _EMPTY)
         return
@@ -182,6 +191,9 @@ def _write_inplace(name, fn, writes, reads):
     mark the write for readers of views, and let a write through a view
     update its base.
     """
+    if _CAPTURE[0] is not None and _CAPTURE[0].active():
+        _CAPTURE[0].run(name, fn, tuple(writes) + tuple(reads), list(writes))
+        return
     deps = None
     for w in writes:
         pending = engine.take_readers(w)

@@ -43,6 +43,9 @@ class Op:
     name = None
     nout = 1
     differentiable = True
+    # A loss head's backward is the gradient of a loss, not of its output
+    # (SoftmaxOutput): tested against its formula, not central differences.
+    loss_head = False
     cases = ()
     # Attributes a caller may pass (for clear "unknown keyword" errors); None = any.
     params = ()

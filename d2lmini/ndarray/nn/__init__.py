@@ -1,10 +1,11 @@
 """Neural-network operators, one module per family as in MXNet's
 ``src/operator/nn/``: ``fully_connected``, ``convolution``,
 ``deconvolution``, ``pooling``, ``activation``, ``softmax``, ``dropout``,
-``batch_norm``, ``normalization`` (instance and group norm), ``pad`` and
-``ctc_loss``.  Importing this package registers them all in the op table."""
+``batch_norm``, ``normalization`` (instance and group norm), ``pad``,
+``ctc_loss`` and ``loss_heads`` (SoftmaxOutput, the regression outputs,
+MakeLoss).  Importing this package registers them all in the op table."""
 from . import activation, batch_norm, convolution, dropout, fully_connected, pooling
-from . import ctc_loss, deconvolution, normalization, pad, softmax
+from . import ctc_loss, deconvolution, loss_heads, normalization, pad, softmax
 
 FAMILIES = (activation, batch_norm, convolution, ctc_loss, deconvolution, dropout,
-            fully_connected, normalization, pad, pooling, softmax)
+            fully_connected, loss_heads, normalization, pad, pooling, softmax)

@@ -2,13 +2,12 @@
 ``SoftmaxOutput`` (MXNet's classic loss head) and ``SoftmaxActivation``."""
 import numpy as np
 
-from ... import autograd as _ag
 from ..ndarray import invoke
 from ..ops import one_hot
 from ..registry import OPS, Case, Op, register
 from ._common import _check_kwargs, _float_dtype, _result, _xp
 
-__all__ = ['softmax', 'softmin', 'log_softmax', 'softmax_cross_entropy', 'SoftmaxOutput',
+__all__ = ['softmax', 'softmin', 'log_softmax', 'softmax_cross_entropy',
            'SoftmaxActivation']
 
 
@@ -146,36 +145,6 @@ class SoftmaxOutputGrad(Op):
         return xp.ascontiguousarray(grad.reshape(p.shape))
 
 
-class _SoftmaxOutputFn(_ag.Function):
-    """SoftmaxOutput is a *loss head*: its output is softmax(data), but its
-    backward sends ``p - onehot(label)`` (the gradient of the cross-entropy)
-    whatever the head gradient.  That is not the derivative of its output,
-    so it is an ``autograd.Function``, not a table op with a gradient check.
-    """
-
-    def __init__(self, params):
-        self.params = params
-
-    def forward(self, data, label):
-        prm = self.params
-        if prm['multi_output']:
-            p = invoke(OPS['softmax'], (data,), {'axis': 1})
-        elif prm['preserve_shape']:
-            p = invoke(OPS['softmax'], (data,), {'axis': -1})
-        else:
-            p = invoke(OPS['softmax'], (data.reshape((data.shape[0], -1)),),
-                       {'axis': -1}).reshape(data.shape)
-        self.save_for_backward(p, label)
-        return p
-
-    def backward(self, dout):
-        p, label = self.saved_tensors
-        g = invoke(OPS['_softmax_output_grad'], (p, label), self.params)
-        if self.params['out_grad']:
-            g = g * dout
-        return g, None
-
-
 def softmax(data, axis=-1, temperature=None, out=None, name=None, **kwargs):
     """Softmax along ``axis`` (of ``data / temperature``)."""
     _check_kwargs(softmax, kwargs)
@@ -219,22 +188,3 @@ def softmax_cross_entropy(data, label, out=None, name=None, **kwargs):
     """
     _check_kwargs(softmax_cross_entropy, kwargs)
     return _result(invoke(OPS['softmax_cross_entropy'], (data, label)), out)
-
-
-def SoftmaxOutput(data, label, grad_scale=1.0, ignore_label=-1.0, multi_output=False,
-                  use_ignore=False, preserve_shape=False, normalization='null',
-                  out_grad=False, smooth_alpha=0.0, out=None, name=None, **kwargs):
-    """Softmax forward; backward sends ``grad_scale * (p - onehot(label))``.
-
-    The gradient of the cross-entropy, *ignoring the head gradient* (unless
-    ``out_grad``): MXNet's classic loss layer.
-    """
-    _check_kwargs(SoftmaxOutput, kwargs)
-    if normalization not in ('null', 'batch', 'valid'):
-        raise ValueError(f"SoftmaxOutput: normalization={normalization!r} is not one "
-                         f"of 'null', 'batch', 'valid'")
-    params = {'grad_scale': float(grad_scale), 'ignore_label': float(ignore_label),
-              'multi_output': bool(multi_output), 'use_ignore': bool(use_ignore),
-              'preserve_shape': bool(preserve_shape), 'normalization': normalization,
-              'out_grad': bool(out_grad), 'smooth_alpha': float(smooth_alpha)}
-    return _result(_SoftmaxOutputFn(params)(data, label), out)
