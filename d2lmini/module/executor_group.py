@@ -218,6 +218,17 @@ class DataParallelExecutorGroup:
         return self.symbol.simple_bind(ctx=self.contexts[k], grad_req=self.grad_req,
                                        **kwargs, **shapes)
 
+    def _reshape_ith_exec(self, k, descs):
+        shapes = {d.name: d.shape for d in descs}
+        # inputs not given (the labels, when predicting) follow the data; the
+        # parameters must keep their shapes (the executor checks that)
+        rest = [n for n in self.arg_names if n not in shapes and n not in self.param_names]
+        if rest:
+            inferred = self.symbol.infer_shape_partial(**shapes)[0]
+            shapes.update((n, tuple(s)) for n, s in zip(self.arg_names, inferred)
+                          if n in rest and s and all(s))
+        return self._default_execs[k].reshape(allow_up_sizing=True, **shapes)
+
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
         """Bind (or, with ``reshape``, reshape) one executor per device."""
         del shared_group
@@ -229,8 +240,7 @@ class DataParallelExecutorGroup:
             dshapes = self._sliced(data_shapes, k, data_axes)
             lshapes = self._sliced(label_shapes, k, label_axes) if label_shapes else []
             if reshape:
-                execs.append(self._default_execs[k].reshape(
-                    allow_up_sizing=True, **{d.name: d.shape for d in dshapes + lshapes}))
+                execs.append(self._reshape_ith_exec(k, dshapes + lshapes))
             else:
                 execs.append(self._bind_ith_exec(k, dshapes, lshapes))
         # bound everywhere: now change the group
