@@ -84,3 +84,26 @@ def test_batch_end_param_fields():
     p = mx.model.BatchEndParam(epoch=1, nbatch=2, eval_metric=None, locals={})
     assert (p.epoch, p.nbatch, p.eval_metric, p.locals) == (1, 2, None, {})
     assert mx.model.BatchEndParam._fields == ('epoch', 'nbatch', 'eval_metric', 'locals')
+
+
+def test_checkpoint_keeps_auxiliary_states(tmp_path):
+    fc = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc')
+    net = mx.sym.SoftmaxOutput(mx.sym.BatchNorm(fc, name='bn'), name='softmax')
+    rng = np.random.RandomState(1)
+    X = rng.randn(30, 4).astype(np.float32) + 2
+    y = rng.randint(0, 3, 30).astype(np.float32)
+    it = mx.io.NDArrayIter(X, y, batch_size=10)
+    mod = mx.mod.Module(net)
+    mod.fit(it, num_epoch=2, optimizer_params={'learning_rate': 0.1})
+    prefix = str(tmp_path / 'bn')
+    mod.save_checkpoint(prefix, 0)
+    assert sorted(k for k in nd.load(prefix + '-0000.params') if k.startswith('aux:')) \
+        == ['aux:bn_moving_mean', 'aux:bn_moving_var']
+    _, _, aux = mx.model.load_checkpoint(prefix, 0)
+    np.testing.assert_array_equal(aux['bn_moving_mean'].asnumpy(),
+                                  mod.get_params()[1]['bn_moving_mean'].asnumpy())
+    assert np.abs(aux['bn_moving_mean'].asnumpy()).max() > 0.1   # it did move
+    loaded = mx.mod.Module.load(prefix, 0)
+    loaded.bind(it.provide_data, for_training=False)
+    np.testing.assert_allclose(loaded.predict(it).asnumpy(), mod.predict(it).asnumpy(),
+                               rtol=1e-6, atol=1e-7)

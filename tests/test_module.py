@@ -303,3 +303,33 @@ def test_update_before_init_optimizer_is_an_error():
         mod.update()
     with pytest.raises(ValueError, match='num_epoch'):
         mod.fit(mx.io.NDArrayIter(np.zeros((4, 2)), np.zeros(4), batch_size=4))
+
+
+def _bn_net():
+    fc = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=4, name='fc')
+    return mx.sym.SoftmaxOutput(mx.sym.BatchNorm(fc, name='bn'), name='softmax')
+
+
+@pytest.mark.filterwarnings('ignore:Parameters already initialized')
+def test_aux_states_are_the_devices_mean():
+    """BatchNorm's moving statistics differ per device (each sees its slice):
+    get_params gives their mean, and fit hands it back to every device at
+    the end of an epoch."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(20, 3).astype(np.float32)
+    X[10:] += 3                               # the two halves differ
+    y = rng.randint(0, 4, 20).astype(np.float32)
+    mod = mx.mod.Module(_bn_net(), context=[mx.cpu(0), mx.cpu(1)])
+    assert mod._aux_names == ['bn_moving_mean', 'bn_moving_var']
+    mod.bind(data_shapes=[('data', (20, 3))], label_shapes=[('softmax_label', (20,))])
+    mod.init_params(initializer=mx.init.Xavier())
+    mod.forward(mx.io.DataBatch([nd.array(X)], [nd.array(y)]), is_train=True)
+    per_device = [e.aux_dict['bn_moving_mean'].asnumpy() for e in mod._exec_group.execs]
+    assert not np.allclose(per_device[0], per_device[1])
+    _, aux = mod.get_params()
+    np.testing.assert_allclose(aux['bn_moving_mean'].asnumpy(),
+                               (per_device[0] + per_device[1]) / 2, rtol=1e-6)
+    it = mx.io.NDArrayIter(X, y, batch_size=20)
+    mod.fit(it, num_epoch=1, optimizer_params={'learning_rate': 0.1})
+    after = [e.aux_dict['bn_moving_mean'].asnumpy() for e in mod._exec_group.execs]
+    np.testing.assert_array_equal(after[0], after[1])

@@ -545,6 +545,8 @@ class Module(BaseModule):
                 new_lshape = None
             self.reshape(new_dshape, new_lshape)
         self._exec_group.forward(data_batch, is_train)
+        if self._aux_names and (self.for_training if is_train is None else is_train):
+            self._params_dirty = True     # training moved the auxiliary states
 
     def backward(self, out_grads=None):
         """Gradients of the last forward; ``out_grads`` are the gradients of
