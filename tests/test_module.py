@@ -333,3 +333,26 @@ def test_aux_states_are_the_devices_mean():
     mod.fit(it, num_epoch=1, optimizer_params={'learning_rate': 0.1})
     after = [e.aux_dict['bn_moving_mean'].asnumpy() for e in mod._exec_group.execs]
     np.testing.assert_array_equal(after[0], after[1])
+
+
+def test_variable_lr_mult_and_init_attributes_are_honoured():
+    """A variable's lr_mult=0 freezes it; its init= overrides the module's
+    initializer (MXNet reads both from the symbol's attributes)."""
+    w1 = mx.sym.Variable('fc1_weight', lr_mult=0.0, init=mx.init.One())
+    fc1 = mx.sym.FullyConnected(mx.sym.var('data'), weight=w1, num_hidden=4, name='fc1')
+    w2 = mx.sym.Variable('fc2_weight', wd_mult=0.5)
+    net = mx.sym.FullyConnected(fc1, weight=w2, num_hidden=2, name='fc2')
+    mod = mx.mod.Module(net, label_names=None)
+    mod.bind(data_shapes=[('data', (5, 3))])
+    mod.init_params(initializer=mx.init.Uniform(1.0))
+    before = _np_params(mod)
+    np.testing.assert_array_equal(before['fc1_weight'], np.ones((4, 3), np.float32))
+    mod.init_optimizer(optimizer_params={'learning_rate': 1.0, 'wd': 0.1})
+    assert mod._optimizer.lr_mult == {'fc1_weight': 0.0}
+    assert mod._optimizer.wd_mult == {'fc1_bias': 0.0, 'fc2_bias': 0.0, 'fc2_weight': 0.5}
+    mod.forward(mx.io.DataBatch([nd.ones((5, 3))]), is_train=True)
+    mod.backward([nd.ones((5, 2))])
+    mod.update()
+    after = _np_params(mod)
+    np.testing.assert_array_equal(after['fc1_weight'], before['fc1_weight'])
+    assert not np.allclose(after['fc2_weight'], before['fc2_weight'])

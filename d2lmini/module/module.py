@@ -469,7 +469,9 @@ class Module(BaseModule):
         """The variables' ``lr_mult``/``wd_mult`` attributes, as MXNet's
         optimizer reads them from ``sym``."""
         lr, wd = {}, {}
-        for name, attr in _param_attrs(self._symbol).items():
+        attrs = _param_attrs(self._symbol)
+        for name in self._symbol.list_arguments():
+            attr = attrs.get(name, {})
             if '__lr_mult__' in attr:
                 lr[name] = float(attr['__lr_mult__'])
             if '__wd_mult__' in attr:
