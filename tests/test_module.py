@@ -272,6 +272,11 @@ def test_bind_errors_are_clear_and_change_nothing():
             data_shapes=[('data', (1, 2))])
     mod.bind(data_shapes=[('data', (4, 2))], label_shapes=[('softmax_label', (4,))])
     assert mod.binded
+    # a parameter whose shape nothing determines is named
+    free = mx.mod.Module(mx.sym.dot(mx.sym.var('data'), mx.sym.var('w')), label_names=None)
+    with pytest.raises(mx.MXNetError, match=r"shapes of \['w'\] cannot be inferred"):
+        free.bind(data_shapes=[('data', (5, 10))])
+    assert not free.binded
 
 
 def test_set_params_checks_names_and_shapes():

@@ -21,6 +21,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import ndarray as nd
+from ..base import MXNetError
 from ..context import cpu
 from ..io import DataDesc
 
@@ -212,6 +213,14 @@ class DataParallelExecutorGroup:
 
     def _bind_ith_exec(self, k, data_shapes, label_shapes):
         shapes = {d.name: d.shape for d in data_shapes + label_shapes}
+        if k == 0 and self.symbol.infer_shape(**shapes)[0] is None:
+            inferred = self.symbol.infer_shape_partial(**shapes)[0]
+            unknown = [n for n, s in zip(self.arg_names, inferred) if not s or not all(s)]
+            raise MXNetError(
+                f'Module.bind: the shapes of {unknown} cannot be inferred from the '
+                f'data and label shapes {shapes}: give those variables a shape '
+                f"(mx.sym.var(name, shape=...)), or make them inputs (data_names / "
+                f'label_names) and bind with their shapes')
         types = {d.name: d.dtype for d in data_shapes + label_shapes
                  if np.dtype(d.dtype) != np.float32}
         kwargs = {'type_dict': types} if types else {}
