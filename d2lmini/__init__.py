@@ -35,7 +35,7 @@ class random:                       # mx.random.seed(...), as in MXNet
 _LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
          'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
          'runtime', 'collectives', 'pipeline', 'sym', 'symbol', 'executor',
-         'mod', 'module', 'model')
+         'io', 'callback', 'mod', 'module', 'model')
 _ALIAS = {'kv': 'kvstore', 'sym': 'symbol', 'mod': 'module'}
 
 
