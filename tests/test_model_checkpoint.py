@@ -107,3 +107,28 @@ def test_checkpoint_keeps_auxiliary_states(tmp_path):
     loaded.bind(it.provide_data, for_training=False)
     np.testing.assert_allclose(loaded.predict(it).asnumpy(), mod.predict(it).asnumpy(),
                                rtol=1e-6, atol=1e-7)
+
+
+def test_fit_with_do_checkpoint_and_speedometer(tmp_path, caplog):
+    """The callbacks of mx.callback plugged into fit: one checkpoint per
+    epoch (numbered from 1) holding that epoch's parameters."""
+    rng = np.random.RandomState(2)
+    X = rng.randn(40, 4).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.float32)
+    it = mx.io.NDArrayIter(X, y, batch_size=10)
+    prefix = str(tmp_path / 'ck')
+    seen = {}
+    mod = mx.mod.Module(_net())
+    with caplog.at_level('INFO'):
+        mod.fit(it, num_epoch=2, optimizer_params={'learning_rate': 0.1},
+                batch_end_callback=mx.callback.Speedometer(10, frequent=2),
+                epoch_end_callback=[mx.callback.do_checkpoint(prefix),
+                                    lambda e, s, a, x: seen.update(
+                                        {e: {k: v.asnumpy() for k, v in a.items()}})])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        'ck-0001.params', 'ck-0002.params', 'ck-symbol.json']
+    for epoch in (0, 1):
+        _, arg, _ = mx.model.load_checkpoint(prefix, epoch + 1)
+        for k, v in seen[epoch].items():
+            np.testing.assert_array_equal(arg[k].asnumpy(), v)
+    assert 'Speed:' in caplog.text and 'samples/sec' in caplog.text
