@@ -32,7 +32,7 @@ from .. import optimizer as opt
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from ..kvstore import states as _opt_states
-from ..model import load_checkpoint, save_params_file
+from ..model import load_checkpoint
 from ..ndarray import zeros
 from .base_module import BaseModule, _check_input_names, _parse_data_desc
 from .executor_group import DataParallelExecutorGroup
@@ -386,6 +386,7 @@ class Module(BaseModule):
         self._total_exec_bytes = group._total_exec_bytes
         if self.params_initialized:
             # re-bound (or loaded): the devices get the values we hold
+            self._complete_loaded_params(group)
             group.set_params(self._arg_params, self._aux_params)
         else:
             self._arg_params = {name: zeros(ws[0].shape, dtype=ws[0].dtype)
@@ -393,6 +394,20 @@ class Module(BaseModule):
             self._aux_params = {name: zeros(a[0].shape, dtype=a[0].dtype)
                                 for name, a in zip(self._aux_names, group.aux_arrays)}
         self.binded = True
+
+    def _complete_loaded_params(self, group):
+        """Parameters a loaded checkpoint lacks stay zero, as in MXNet; say so."""
+        missing = []
+        for names, blocks, held in ((self._param_names, group.param_arrays, self._arg_params),
+                                    (self._aux_names, group.aux_arrays, self._aux_params)):
+            for name, arrs in zip(names, blocks):
+                if name not in held:
+                    held[name] = zeros(arrs[0].shape, dtype=arrs[0].dtype)
+                    missing.append(name)
+        if missing:
+            warnings.warn(f'bind: the parameters {missing} were not loaded and are zero; '
+                          f'init_params(force_init=True, allow_missing=True, '
+                          f'arg_params=...) initializes them', stacklevel=3)
 
     def reshape(self, data_shapes, label_shapes=None):
         """Re-bind for inputs of new shapes (a new batch size...), keeping
