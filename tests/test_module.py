@@ -279,6 +279,21 @@ def test_bind_errors_are_clear_and_change_nothing():
     assert not free.binded
 
 
+def test_batch_that_would_change_a_parameter_is_refused():
+    mod = mx.mod.Module(_mlp(), context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind(data_shapes=[('data', (4, 2))], label_shapes=[('softmax_label', (4,))])
+    mod.init_params()
+    with pytest.raises(ValueError, match=r"parameter 'fc1_weight' from \(16, 2\) to \(16, 5\)"):
+        mod.forward(mx.io.DataBatch([nd.ones((4, 5))], [nd.ones((4,))]))
+    with pytest.raises(ValueError, match='cannot be split over 2 devices'):
+        mod.forward(mx.io.DataBatch([nd.ones((1, 2))], [nd.ones((1,))]))
+    # nothing changed: the module still runs batches of its shapes
+    assert mod.data_shapes[0].shape == (4, 2)
+    mod.forward(mx.io.DataBatch([nd.ones((4, 2))], [nd.ones((4,))]), is_train=False)
+    assert mod.get_outputs()[0].shape == (4, 3)
+    assert [p.shape[0] for p in mod.get_outputs(merge_multi_context=False)[0]] == [2, 2]
+
+
 def test_set_params_checks_names_and_shapes():
     mod = mx.mod.Module(_mlp())
     mod.bind(data_shapes=[('data', (4, 2))], label_shapes=[('softmax_label', (4,))])

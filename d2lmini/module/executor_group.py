@@ -231,27 +231,39 @@ class DataParallelExecutorGroup:
         shapes = {d.name: d.shape for d in descs}
         # inputs not given (the labels, when predicting) follow the data; the
         # parameters must keep their shapes (the executor checks that)
-        rest = [n for n in self.arg_names if n not in shapes and n not in self.param_names]
-        if rest:
-            inferred = self.symbol.infer_shape_partial(**shapes)[0]
-            shapes.update((n, tuple(s)) for n, s in zip(self.arg_names, inferred)
-                          if n in rest and s and all(s))
+        inferred = dict(zip(self.arg_names, self.symbol.infer_shape_partial(**shapes)[0]))
+        shapes.update((n, tuple(s)) for n, s in inferred.items()
+                      if n not in shapes and n not in self.param_names and s and all(s))
+        held = self._default_execs[k].arg_dict
+        for name in self.param_names:
+            new = tuple(inferred.get(name) or ())
+            if new and all(new) and new != held[name].shape:
+                raise ValueError(
+                    f'inputs of shapes {shapes} would change the parameter {name!r} '
+                    f'from {held[name].shape} to {new}; a module keeps its parameters\' '
+                    f'shapes: check the batch (the module was bound for '
+                    f'{[(d.name, d.shape) for d in self.data_shapes]})')
         return self._default_execs[k].reshape(allow_up_sizing=True, **shapes)
 
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
         """Bind (or, with ``reshape``, reshape) one executor per device."""
         del shared_group
+        before = self.batch_size, self.slices
         self.batch_size = None
-        data_axes = self.decide_slices(data_shapes)
-        label_axes = self.decide_slices(label_shapes) if label_shapes is not None else []
-        execs = []
-        for k in range(len(self.contexts)):
-            dshapes = self._sliced(data_shapes, k, data_axes)
-            lshapes = self._sliced(label_shapes, k, label_axes) if label_shapes else []
-            if reshape:
-                execs.append(self._reshape_ith_exec(k, dshapes + lshapes))
-            else:
-                execs.append(self._bind_ith_exec(k, dshapes, lshapes))
+        try:
+            data_axes = self.decide_slices(data_shapes)
+            label_axes = self.decide_slices(label_shapes) if label_shapes is not None else []
+            execs = []
+            for k in range(len(self.contexts)):
+                dshapes = self._sliced(data_shapes, k, data_axes)
+                lshapes = self._sliced(label_shapes, k, label_axes) if label_shapes else []
+                if reshape:
+                    execs.append(self._reshape_ith_exec(k, dshapes + lshapes))
+                else:
+                    execs.append(self._bind_ith_exec(k, dshapes, lshapes))
+        except BaseException:
+            self.batch_size, self.slices = before     # the group stays as it was
+            raise
         # bound everywhere: now change the group
         self.execs = execs
         self.data_shapes, self.label_shapes = data_shapes, label_shapes
