@@ -197,9 +197,13 @@ def test_cast_and_dtype():
     assert p.data().dtype == np.float32
 
 
-def test_var_is_not_available():
-    with pytest.raises(NotImplementedError, match='symbolic'):
-        gluon.Parameter('w', shape=(1,)).var()
+def test_var_is_the_parameter_as_a_symbol_variable():
+    p = gluon.Parameter('w', shape=(2, 3), lr_mult=2.0)
+    v = p.var()
+    assert v is p.var()                     # one variable per parameter
+    assert v.list_arguments() == ['w']
+    assert v.attr('__shape__') == '(2, 3)' and v.attr('__lr_mult__') == '2.0'
+    assert gluon.Parameter('u', shape=(0, 3)).var().attr('__shape__') is None
 
 
 def test_storage_types_other_than_the_known_ones_fail_an_assertion():

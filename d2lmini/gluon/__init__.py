@@ -8,11 +8,11 @@ import importlib
 
 from .parameter import (Parameter, Constant, ParameterDict,    # noqa: F401
                         DeferredInitializationError)
-from .block import Block, HybridBlock                           # noqa: F401
+from .block import Block, HybridBlock, SymbolBlock              # noqa: F401
 from . import nn, loss, utils                                   # noqa: F401
 
 __all__ = ['Parameter', 'Constant', 'ParameterDict', 'DeferredInitializationError',
-           'Block', 'HybridBlock', 'Trainer', 'nn', 'loss', 'utils', 'data']
+           'Block', 'HybridBlock', 'SymbolBlock', 'Trainer', 'nn', 'loss', 'utils', 'data']
 
 
 def __getattr__(name):              # the data pipeline and Trainer load lazily

@@ -12,9 +12,12 @@ A :class:`HybridBlock` writes its computation as
 Parameters arrive as keyword arguments holding the copies on ``x``'s context.
 It also infers the shapes of deferred Parameters from the first input
 (``infer_shape``).  Its inputs may be NDArrays, ``None`` and (nested) lists.
-``hybridize()`` keeps execution imperative but makes the Block check its
-inputs as MXNet's cached graph does (one context, no Python numbers, the
-same structure of inputs on every call).
+``hybridize()`` turns it into a graph: the first call runs imperatively
+(finishing deferred initialization) and traces ``hybrid_forward`` with
+``F = mx.sym`` into a Symbol; later calls run that Symbol's plan
+(:mod:`.cached_graph`), one engine operation per call.  ``export`` writes
+the Symbol and the Parameters; :class:`SymbolBlock` runs a Symbol as a
+Block.
 
 Examples
 --------
@@ -43,8 +46,9 @@ from .. import ndarray as nd
 from ..ndarray import NDArray
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
                         load_checked)
+from . import cached_graph as _cg
 
-__all__ = ['Block', 'HybridBlock']
+__all__ = ['Block', 'HybridBlock', 'SymbolBlock']
 
 # --- naming --------------------------------------------------------------------------
 class _BlockScope:
@@ -531,23 +535,38 @@ class HybridBlock(Block):
         self.__dict__['_active'] = False
         self.__dict__['_flags'] = {}
         self.__dict__['_in_format'] = None    # input structure of the 1st hybrid call
+        self.__dict__['_cached_graph'] = None  # None: not traced; False: cannot be
 
     def hybridize(self, active=True, clear=True, **kwargs):
-        """Accepted for MXNet compatibility (``static_alloc=...`` too).
+        """Run this Block (and its children) as a graph from the next call on.
 
-        Execution stays imperative; a hybridized Block checks its inputs as
-        MXNet's cached graph would (see ``_call_hybridized``).  ``clear=False``
-        keeps the input structure recorded by an earlier hybridize().
+        The first call after ``hybridize()`` traces ``hybrid_forward`` with
+        ``F = mx.sym``; later calls run the traced graph.  MXNet's flags
+        (``static_alloc``, ``static_shape``) are accepted: a plan is always
+        static for its input shapes.  ``clear=False`` keeps a graph already
+        traced; ``hybridize(False)`` goes back to imperative execution.
         """
         self._active = active
         self._flags = dict(kwargs)
         if clear:
             self._in_format = None
+            self.__dict__['_cached_graph'] = None
         if active and (self._forward_hooks or self._forward_pre_hooks):
             warnings.warn(f'"{self.name}" is being hybridized while still having '
                           f'forward hook/pre-hook. If "{self.name}" is a child of '
                           f'HybridBlock, the hooks will not take effect.', stacklevel=2)
         super().hybridize(active, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        # The hybridized fast path: one NDArray in, the traced graph, no hooks.
+        graph = self._cached_graph
+        if graph and len(args) == 1 and not kwargs and self._in_format == [0] \
+                and args[0].__class__ is NDArray and not self._forward_hooks \
+                and not self._forward_pre_hooks \
+                and not getattr(_HYBRID, 'inside', False):
+            x = args[0]
+            return graph([x], x._ctx)
+        return super().__call__(*args, **kwargs)
 
     def register_child(self, block, name=None):
         """Add a child; it must be a HybridBlock too (it joins this graph)."""
@@ -557,10 +576,12 @@ class HybridBlock(Block):
                 f'{type(block).__name__} ({block.name}) is a Block. If you are '
                 f'using Sequential, please try HybridSequential instead.')
         self.__dict__['_in_format'] = None    # a new graph, as MXNet rebuilds it
+        self.__dict__['_cached_graph'] = None
         super().register_child(block, name)
 
     def cast(self, dtype):
         self.__dict__['_in_format'] = None
+        self.__dict__['_cached_graph'] = None
         super().cast(dtype)
 
     def infer_shape(self, *args):
@@ -582,6 +603,8 @@ class HybridBlock(Block):
         """
         if isinstance(x, NDArray) and not args:     # the common case, kept cheap
             ctx, ctxs = x._ctx, (x._ctx,)
+        elif _cg.has_symbol((x,) + args):
+            return self._symbolic_forward(x, *args, **kwargs)
         else:
             ctx, ctxs = _input_contexts((x,) + args)
         if ctx is None:
@@ -610,14 +633,12 @@ class HybridBlock(Block):
         return self.hybrid_forward(nd, x, *args, **kwargs, **params)
 
     def _call_hybridized(self, ctx, ctxs, *args, **kwargs):
-        """What a hybridized Block accepts, checked as MXNet's cached graph does.
+        """Run the traced graph (tracing it on the first call).
 
-        Execution stays imperative, but code that MXNet would refuse once
-        hybridized is refused here too: inputs on several contexts, inputs
-        other than NDArrays/None/lists (a graph has no place for a Python
-        number), and a call whose structure of inputs (where the Nones and
-        lists are) differs from the first call's.  Blocks called inside a
-        hybridized Block are part of its graph and are not checked again.
+        Refused as MXNet's cached graph refuses: inputs on several contexts,
+        inputs other than NDArrays/None/lists (a graph has no place for a
+        Python number), and a call whose structure of inputs (where the
+        Nones and lists are) differs from the first call's.
         """
         if len(ctxs) > 1:
             raise ValueError(
@@ -633,18 +654,164 @@ class HybridBlock(Block):
                 f'{fmt} does not match the first call after hybridize() '
                 f'{self._in_format} (0: an NDArray, -1: None, [...]: a list); '
                 f'call hybridize() again to start anew')
+        graph = self.__dict__.get('_cached_graph')
+        if graph and not kwargs:
+            flat, _ = _cg.flatten(args)
+            return graph(flat, ctx)
+        # First call (or a Block that cannot be traced): imperatively, which
+        # also finishes deferred initialization; then trace the graph.
         _HYBRID.inside = True
         try:
             with ctx:
-                return self._forward_on(ctx, *args, **kwargs)
+                out = self._forward_on(ctx, *args, **kwargs)
         finally:
             _HYBRID.inside = False
+        if graph is None and not kwargs:
+            self.__dict__['_cached_graph'] = self._trace(args)
+        return out
+
+    def _trace(self, args):
+        """The CachedGraph of this Block, or False (with a warning) if its
+        ``hybrid_forward`` cannot run on Symbols (it reads a shape, ...)."""
+        try:
+            return _cg.build(self, args)
+        except (AttributeError, TypeError, NotImplementedError, ValueError) as e:
+            warnings.warn(f'{type(self).__name__} ({self.name}): hybridize() could '
+                          f'not trace hybrid_forward with F=mx.sym ({e}); it runs '
+                          f'imperatively', stacklevel=4)
+            return False
+
+    def _symbolic_forward(self, *args, **kwargs):
+        """``hybrid_forward`` with ``F = mx.sym``: Parameters as variables."""
+        from .. import symbol
+        params = {k: p.var() for k, p in self._reg_params.items()}
+        with self.name_scope():
+            return self.hybrid_forward(symbol, *args, **kwargs, **params)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """Override this (or ``forward``): the computation, written with ``F``."""
         raise NotImplementedError(f'{type(self).__name__} must define '
                                   f'hybrid_forward(self, F, x, ...) or forward(self, x)')
 
-    def export(self, path, epoch=0):
-        raise NotImplementedError('export needs a symbolic graph, which d2lmini does '
-                                  'not build yet; use save_parameters')
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Write ``path-symbol.json`` (the traced graph) and
+        ``path-%04d.params`` (``arg:name``/``aux:name`` arrays), as MXNet.
+
+        Returns the two file names.  The Block must have been hybridized and
+        called once (that is when the graph is traced).
+        """
+        graph = self.__dict__.get('_cached_graph')
+        if not graph:
+            raise RuntimeError('Please first call block.hybridize() and then run '
+                               'forward with this block at least once before calling '
+                               'export.')
+        sym_file = f'{path}-symbol.json'
+        graph.symbol.save(sym_file)
+        args = set(graph.symbol.list_arguments())
+        aux = set(graph.symbol.list_auxiliary_states())
+        arrays = {}
+        for p in self.collect_params().values():
+            if p.name in args:
+                arrays['arg:' + p.name] = p._reduce()
+            elif p.name in aux:
+                arrays['aux:' + p.name] = p._reduce()
+        params_file = f'{path}-{epoch:04d}.params'
+        nd.save(params_file, arrays)
+        return sym_file, params_file
+
+
+class SymbolBlock(HybridBlock):
+    """A Block that runs a Symbol: ``SymbolBlock(outputs, inputs, params=None)``.
+
+    The variables of ``outputs`` that are not among ``inputs`` become
+    Parameters named like them (shapes inferred on the first call), so a
+    graph exported by ``HybridBlock.export`` (or built with ``mx.sym``) can
+    be trained and used like any Block.
+
+    >>> data = mx.sym.var('data')
+    >>> net = gluon.SymbolBlock(mx.sym.FullyConnected(data, num_hidden=3), data)
+    >>> net.initialize(); net(nd.ones((2, 5))).shape
+    (2, 3)
+    """
+
+    def __init__(self, outputs, inputs, params=None):
+        super().__init__(prefix='', params=None)
+        from .. import symbol
+        if isinstance(inputs, symbol.Symbol):
+            inputs = list(inputs)
+        if isinstance(outputs, (list, tuple)):
+            outputs = symbol.Group(list(outputs)) if len(outputs) > 1 else outputs[0]
+        names = []
+        for i in inputs:
+            if len(i) != 1 or not i._outputs[0][0].is_variable:
+                raise ValueError(f'SymbolBlock: inputs must be variables, got {i}')
+            names.append(i.name)
+        missing = set(names) - set(outputs.list_inputs())
+        if missing:
+            raise ValueError(f'SymbolBlock: input(s) {sorted(missing)} are not used by '
+                             f'the outputs; their inputs are {outputs.list_inputs()}')
+        given = params if params is not None else {}
+        aux = set(outputs.list_auxiliary_states())
+        for name in outputs.list_inputs():
+            if name in names:
+                continue
+            if name in given:
+                self._params._params[name] = given[name]
+            else:
+                self.params.get(name, grad_req='null' if name in aux else 'write',
+                                allow_deferred_init=True)
+        self._reg = {p.name: p for p in self.params.values()}
+        self.__dict__['_cached_graph'] = _cg.CachedGraph(
+            outputs, names, self._reg, None, len(outputs) == 1)
+        self._active = True
+
+    def forward(self, x, *args):
+        if _cg.is_symbol(x):
+            graph = self.__dict__['_cached_graph']
+            return graph.symbol(**dict(zip(graph.input_names, (x,) + args)))
+        flat, _ = _cg.flatten((x,) + args)
+        ctx = flat[0]._ctx
+        graph = self.__dict__['_cached_graph']
+        if any(p._data is None for p in self._reg.values()):
+            self._finish_init(graph, flat)
+        out = graph(flat, ctx)
+        return out if graph.single else out
+
+    def _finish_init(self, graph, flat):
+        shapes = dict(zip(graph.input_names, (a.shape for a in flat)))
+        arg_shapes, _, aux_shapes = graph.symbol.infer_shape(**shapes)
+        if arg_shapes is None:
+            raise ValueError(f'SymbolBlock: cannot infer the parameter shapes from '
+                             f'the inputs {shapes}')
+        sym = graph.symbol
+        known = dict(zip(sym.list_arguments(), arg_shapes))
+        known.update(zip(sym.list_auxiliary_states(), aux_shapes))
+        for name, p in self._reg.items():
+            if p._data is None:
+                p.shape = known[name]
+                p._finish_deferred_init()
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError('SymbolBlock runs its Symbol')
+
+    def hybridize(self, active=True, **kwargs):
+        pass                      # always a graph
+
+    @staticmethod
+    def imports(symbol_file, input_names, param_file=None, ctx=None,
+                allow_missing=False, ignore_extra=False):
+        """A SymbolBlock from files written by ``export``.
+
+        >>> net = gluon.SymbolBlock.imports('lenet-symbol.json', ['data'],
+        ...                                 'lenet-0000.params')  # doctest: +SKIP
+        """
+        from .. import symbol
+        sym = symbol.load(symbol_file)
+        if isinstance(input_names, str):
+            input_names = [input_names]
+        block = SymbolBlock(sym, [symbol.var(n) for n in input_names])
+        if param_file is not None:
+            block.collect_params().load(param_file, ctx=ctx, allow_missing=allow_missing,
+                                        ignore_extra=ignore_extra, cast_dtype=True,
+                                        dtype_source='saved')
+        return block

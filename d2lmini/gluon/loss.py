@@ -18,6 +18,7 @@ import numbers
 
 import numpy as np
 
+from ..ndarray import NDArray
 from .block import HybridBlock
 
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss',
@@ -29,6 +30,8 @@ __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss',
 
 def _reshape_like(x, y):
     """``x`` in ``y``'s shape (labels may come as (N,) for (N, 1) predictions)."""
+    if not isinstance(x, NDArray):           # a Symbol (hybridize): no shapes yet
+        return x.reshape_like(y)
     if x.shape == y.shape:
         return x
     if x.size != y.size:
@@ -50,6 +53,8 @@ def _apply_weighting(F, loss, weight=None, sample_weight=None):
 
 def _batch_mean(F, loss, batch_axis):
     """Mean over all axes except ``batch_axis``: shape (batch,)."""
+    if not isinstance(loss, NDArray):        # a Symbol (hybridize): no ndim yet
+        return F.mean(loss, axis=batch_axis, exclude=True)
     axes = tuple(i for i in range(loss.ndim) if i != batch_axis % max(loss.ndim, 1))
     if not axes:
         return loss

@@ -385,7 +385,16 @@ class Parameter:
         self._trainer = trainer
 
     def var(self):
-        raise NotImplementedError('d2lmini has no symbolic API; use data()')
+        """This parameter as a symbol variable (``mx.sym.var(self.name)``), with
+        its shape (if known), dtype and learning-rate/weight-decay multipliers."""
+        v = self.__dict__.get('_var')
+        if v is None:
+            from ..symbol import Variable
+            shape = self.shape if self.shape and all(d > 0 for d in self.shape) \
+                else None
+            v = self._var = Variable(self.name, shape=shape, dtype=self.dtype,
+                                     lr_mult=self.lr_mult, wd_mult=self.wd_mult)
+        return v
 
 
 _PARAMETER_KWARGS = frozenset(inspect.signature(Parameter.__init__).parameters) - {

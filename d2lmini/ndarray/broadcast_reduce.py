@@ -242,6 +242,9 @@ def _reduce_fn(name):
         if exclude:
             ax = norm_axis(op.name, axis, data.ndim)
             axis = tuple(i for i in range(data.ndim) if i not in ax)
+            if not axis:                 # every axis excluded: nothing to reduce
+                res = invoke(OPS['_copy'], (data,))
+                return res if out is None else into(out, res, op.name)
         res = invoke(op, (data,), {'axis': axis, 'keepdims': keepdims})
         return res if out is None else into(out, res, op.name)
     fn.__name__ = name

@@ -170,6 +170,7 @@ def _generate(namespace, source, prefix=''):
 
 
 _ops = _generate(globals(), nd)
+__all__ = sorted(_ops)          # underscored ones too (F._conv_act)
 # The operators with a scalar (``x + 2``) are table ops with no nd function.
 for _op in OPS:
     if _op.endswith('_scalar') and _op not in LOWER:

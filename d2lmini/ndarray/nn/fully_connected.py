@@ -3,7 +3,7 @@ import math
 
 from ..ndarray import invoke
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _needs_grad, _result, _xp
+from ._common import _check_kwargs, _float_dtype, _needs_grad, _result
 
 __all__ = ['FullyConnected']
 
@@ -38,8 +38,11 @@ class FullyConnected(Op):
         return out, _float_dtype(self.name, dtypes)
 
     def forward(self, x, w, b=None, num_hidden=None, flatten=True):
-        x2 = x.reshape(x.shape[0], -1) if flatten else x.reshape(-1, x.shape[-1])
-        y = _xp(x).matmul(x2, w.T)
+        if x.ndim == 2:
+            x2 = x
+        else:
+            x2 = x.reshape(x.shape[0], -1) if flatten else x.reshape(-1, x.shape[-1])
+        y = x2 @ w.T
         if y.dtype != x.dtype:
             y = y.astype(x.dtype)
         if b is not None:
