@@ -276,8 +276,8 @@ class NDArrayIter(DataIter):
         if rolling:
             # The unfinished batch leads the next epoch; the cursor goes
             # negative by as many rows as it carries.
-            self._carry = self.idx[self.cursor:].copy()
-            self.cursor = self.cursor - n - bs
+            self._carry = self._rows().copy()
+            self.cursor = -len(self._carry) - bs
         else:
             self.cursor = -bs
         if self.shuffle:
@@ -409,6 +409,7 @@ class _Prefetcher:
         self.wanted = False        # the main thread asked for a batch
         self.result = None         # ('ok', batches) or ('error', exception)
         self.busy = False
+        self.pending = False       # a read was asked for and not yet taken
         self.stopped = False
         self.thread = threading.Thread(target=self._loop, daemon=True,
                                        name='PrefetchingIter')
@@ -432,18 +433,21 @@ class _Prefetcher:
 
     def request(self):
         with self.cond:
-            self.result, self.wanted = None, True
+            self.result, self.wanted, self.pending = None, True, True
             self.cond.notify_all()
 
     def take(self):
         """The batches asked for by the last :meth:`request` (waiting)."""
         with self.cond:
+            if not self.pending:
+                raise RuntimeError('PrefetchingIter: a read failed or the '
+                                   'epoch ended; call reset()')
             while self.result is None:
                 if not self.thread.is_alive():
                     raise RuntimeError('PrefetchingIter: its reader thread '
                                        'has stopped (iterator closed?)')
                 self.cond.wait(timeout=1.0)
-            result, self.result = self.result, None
+            result, self.result, self.pending = self.result, None, False
         if result[0] == 'error':
             raise result[1]
         return result[1]
@@ -453,7 +457,7 @@ class _Prefetcher:
         with self.cond:
             while (self.wanted or self.busy) and self.thread.is_alive():
                 self.cond.wait(timeout=1.0)
-            self.result = None
+            self.result, self.pending = None, False
 
     def stop(self, timeout=10.0):
         with self.cond:
