@@ -85,6 +85,21 @@ def test_softmax_classifier_learns_and_predicts_like_numpy():
                                rtol=1e-4, atol=1e-5)
 
 
+def test_inputs_are_bound_with_the_iterators_dtypes():
+    """int32 labels (as ``nd.array(y, dtype='int32')`` gives) keep their
+    dtype and leave the float32 parameters alone."""
+    X, y = _blobs(60)
+    it = mx.io.NDArrayIter(X, nd.array(y, dtype='int32'), batch_size=20)
+    assert it.provide_label[0].dtype == np.int32
+    mod = mx.mod.Module(_mlp())
+    mod.fit(it, num_epoch=5, optimizer_params={'learning_rate': 0.1},
+            initializer=mx.init.Xavier())
+    ex = mod._exec_group.execs[0]
+    assert ex.arg_dict['softmax_label'].dtype == np.int32
+    assert ex.arg_dict['data'].dtype == ex.arg_dict['fc1_weight'].dtype == np.float32
+    assert mod.score(it, 'acc')[0][1] > 0.9
+
+
 def test_one_sgd_step_matches_hand_written_gradients():
     """SoftmaxOutput's gradient is p - onehot(y); Module divides it by the
     batch size (rescale_grad) before the SGD step."""
