@@ -391,3 +391,28 @@ def test_variable_lr_mult_and_init_attributes_are_honoured():
     after = _np_params(mod)
     np.testing.assert_array_equal(after['fc1_weight'], before['fc1_weight'])
     assert not np.allclose(after['fc2_weight'], before['fc2_weight'])
+
+
+# == several processes =================================================================
+def test_dist_sync_workers_equal_one_process_on_the_joined_batches():
+    """Two workers, each fitting on its half of every batch through a
+    dist_sync store (rescale_grad 1/(10*2), updates on the server), end with
+    the parameters one process gets from the whole batches."""
+    import json
+    import sys
+
+    import dist_job
+    sys.path.insert(0, dist_job.SCRIPTS)
+    import module_fit
+
+    procs = dist_job.run('module_fit.py', 2, 1, args=('dist_sync', 2), timeout=90)
+    assert all(p.rc == 0 for p in procs), dist_job.report(procs)
+    _, _, want = module_fit.fit('none', 2)
+    results = [json.loads(p.lines[-1]) for p in procs if p.name.startswith('worker')]
+    assert sorted(r['rank'] for r in results) == [0, 1]
+    for r in results:
+        assert r['update_on_kvstore'] and r['rescale_grad'] == 1 / 20
+        assert sorted(r['params']) == sorted(want)
+        for k in want:
+            np.testing.assert_allclose(r['params'][k], want[k], rtol=1e-5, atol=1e-6,
+                                       err_msg=k)

@@ -468,10 +468,12 @@ class Module(BaseModule):
         if kvstore:
             if self._compression_params:
                 kvstore.set_gradient_compression(self._compression_params)
-            if update_on_kvstore:
-                kvstore.set_optimizer(self._optimizer)
+            # the keys first (MXNet sets the optimizer first): a dist store
+            # tells its servers the key type (names) with the optimizer
             _initialize_kvstore(kvstore, self._exec_group.param_arrays, self._arg_params,
                                 self._param_names, update_on_kvstore)
+            if update_on_kvstore:
+                kvstore.set_optimizer(self._optimizer)
         if not update_on_kvstore:
             self._updater = opt.get_updater(optimizer)
         self.optimizer_initialized = True
