@@ -336,6 +336,15 @@ def test_update_before_init_optimizer_is_an_error():
     mod.init_params()
     with pytest.raises(RuntimeError, match='init_optimizer'):
         mod.update()
+    infer = mx.mod.Module(_mlp())
+    infer.bind(data_shapes=[('data', (4, 2))], for_training=False)
+    infer.init_params()
+    infer.init_optimizer()
+    infer.forward(mx.io.DataBatch([nd.ones((4, 2))]))
+    with pytest.raises(RuntimeError, match='for_training=False'):
+        infer.backward()
+    with pytest.raises(RuntimeError, match='for_training=False'):
+        infer.update()
     with pytest.raises(ValueError, match='num_epoch'):
         mod.fit(mx.io.NDArrayIter(np.zeros((4, 2)), np.zeros(4), batch_size=4))
 

@@ -578,6 +578,9 @@ class Module(BaseModule):
         self._need('update')
         if not self.optimizer_initialized:
             raise RuntimeError('update: call init_optimizer() first (or fit())')
+        if not self.for_training:
+            raise RuntimeError('update: the module is bound with for_training=False; '
+                               'bind(..., for_training=True, force_rebind=True) to train')
         self._params_dirty = True
         group = self._exec_group
         if self._update_on_kvstore:
