@@ -117,6 +117,8 @@ def test_hard_reset_drops_the_rolled_over_rows():
 def test_iter_next_getdata_protocol():
     x = np.arange(5.0)
     it = mx.io.NDArrayIter(x, x * 10, batch_size=2)
+    with pytest.raises(RuntimeError, match='iter_next'):
+        it.getdata()
     got = []
     while it.iter_next():
         got.append((it.getdata()[0].asnumpy().tolist(),
@@ -185,6 +187,16 @@ def test_bad_data():
         mx.io.NDArrayIter('abc', batch_size=1)
     with pytest.raises(TypeError, match="'x'"):
         mx.io.NDArrayIter({'x': 'abc'}, batch_size=1)
+    with pytest.raises(ValueError, match=r"\['x'\] are used for both"):
+        mx.io.NDArrayIter({'x': np.ones(3)}, {'x': np.ones(3)}, batch_size=1)
+
+
+def test_data_is_held_once_and_shared_with_self_data():
+    it = mx.io.NDArrayIter(np.arange(4.0), batch_size=2)
+    name, arr = it.data[0]
+    assert name == 'data' and isinstance(arr, mx.nd.NDArray)
+    arr[:] = 7                              # MXNet: it.data is what is read
+    np.testing.assert_array_equal(it.next().data[0].asnumpy(), [7, 7])
 
 
 # -------------------------------------------------------- DataDesc, batch
@@ -250,6 +262,25 @@ def test_dataiter_base_protocol():
     assert got == [(2, 1, 0, None), (1, 2, 0, None), (0, 3, 0, None)]
     it.reset()
     assert next(it).label[0].asscalar() == 1
+
+
+def test_dataiter_defaults():
+    class DataOnly(mx.io.DataIter):
+        def __init__(self):
+            super().__init__()
+            self.left = 2
+
+        def iter_next(self):
+            self.left -= 1
+            return self.left >= 0
+
+        def getdata(self):
+            return [mx.nd.zeros((1,))]
+    batches = list(DataOnly())
+    assert [(b.label, b.pad, b.index) for b in batches] == [(None, 0, None)] * 2
+    assert DataOnly().batch_size == 0
+    with pytest.raises(NotImplementedError, match='must define iter_next'):
+        mx.io.DataIter().next()
 
 
 # ------------------------------------------------------------ ResizeIter
@@ -363,3 +394,74 @@ def test_epoch_count_formulas():
               for h in HANDLES}
     assert counts == {'pad': math.ceil(n / bs), 'discard': n // bs,
                       'roll_over': n // bs}
+
+
+# --------------------------------------------------------------- CSVIter
+
+def _write_csv(path, rows):
+    path.write_text('\n'.join(','.join(str(v) for v in r) for r in rows) + '\n')
+    return str(path)
+
+
+@pytest.mark.parametrize('round_batch', [True, False])
+def test_csv_iter_batches_and_round_batch(tmp_path, round_batch):
+    n, bs = 10, 4
+    x = np.arange(n * 6).reshape(n, 6)
+    data = _write_csv(tmp_path / 'x.csv', x)
+    label = _write_csv(tmp_path / 'y.csv', np.arange(n)[:, None])
+    it = mx.io.CSVIter(data_csv=data, data_shape=(2, 3), label_csv=label,
+                       batch_size=bs, round_batch=round_batch)
+    assert [(d.name, d.shape) for d in it.provide_data] == [('data', (4, 2, 3))]
+    assert [(d.name, d.shape) for d in it.provide_label] == \
+        [('softmax_label', (4,))]
+    # oracle: a stream over the file; an epoch ends with the batch that
+    # wraps round, and with round_batch the next one starts after its rows
+    start = 0
+    for _ in range(3):
+        want = []
+        c = start
+        while c < n:
+            rows = [(c + j) % n for j in range(bs)]
+            want.append((rows, max(0, c + bs - n)))
+            c += bs
+        got = []
+        for batch in it:
+            rows = batch.label[0].asnumpy().astype(int).tolist()
+            np.testing.assert_array_equal(batch.data[0].asnumpy(),
+                                          x[rows].reshape(bs, 2, 3))
+            assert it.getdata().shape == (bs, 2, 3)     # one NDArray
+            assert list(batch.index) == rows
+            got.append((rows, batch.pad))
+        assert got == want
+        start = want[-1][1] if round_batch else 0
+        it.reset()
+
+
+@pytest.mark.parametrize('dtype,entry', [('int32', 200000001),
+                                         ('int64', 2147483648),
+                                         ('float32', 1.5)])
+def test_csv_iter_dtype_and_no_labels(tmp_path, dtype, entry):
+    data = _write_csv(tmp_path / 'x.csv', [[entry] * 4] * 5)
+    it = mx.io.CSVIter(data_csv=data, data_shape=(4,), batch_size=5,
+                       dtype=dtype)
+    batch = it.next()
+    assert batch.data[0].dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(batch.data[0].asnumpy(),
+                                  np.full((5, 4), entry, dtype))
+    np.testing.assert_array_equal(batch.label[0].asnumpy(), np.zeros(5))
+    assert it.provide_data[0].dtype == np.dtype(dtype).type
+
+
+def test_csv_iter_errors(tmp_path):
+    data = _write_csv(tmp_path / 'x.csv', [[1, 2, 3]] * 4)
+    short = _write_csv(tmp_path / 'y.csv', [[0]] * 3)
+    with pytest.raises(ValueError, match=r'hold 3 values, but shape \(2, 2\) needs 4'):
+        mx.io.CSVIter(data_csv=data, data_shape=(2, 2))
+    with pytest.raises(ValueError, match='has 4 rows but .* has 3'):
+        mx.io.CSVIter(data_csv=data, data_shape=(3,), label_csv=short)
+    with pytest.raises(ValueError, match='dtype must be one of'):
+        mx.io.CSVIter(data_csv=data, data_shape=(3,), dtype='float16')
+    with pytest.raises(TypeError, match=r"unknown arguments \['shufle'\]"):
+        mx.io.CSVIter(data_csv=data, data_shape=(3,), shufle=True)
+    with pytest.raises(ValueError, match='batch_size'):
+        mx.io.CSVIter(data_csv=data, data_shape=(3,), batch_size=0)
