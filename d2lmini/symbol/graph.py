@@ -134,33 +134,33 @@ class Capture:
 
 
 # === the plan =======================================================================
+def _xp(a):
+    return np if isinstance(a, np.ndarray) else backend.xp_of(a)
+
+
 def _inplace_kernels():
     """Elementwise ops that may overwrite their input: ``f(x, **attrs) -> x``.
 
-    Only used when the input is a fresh buffer read by nobody else (see
-    ``Plan._plan_inplace``).
+    Only used on a fresh floating-point buffer that nothing else reads (see
+    ``Plan._plan_memory``).
     """
     def ufunc(name):
         def k(x, **attrs):
-            return getattr(backend.xp_of(x) if not isinstance(x, np.ndarray)
-                           else np, name)(x, out=x)
+            return getattr(_xp(x), name)(x, out=x)
         return k
 
     def scalar(name):
         def k(x, scalar):
-            xp = np if isinstance(x, np.ndarray) else backend.xp_of(x)
-            return getattr(xp, name)(x, x.dtype.type(scalar), out=x)
+            return getattr(_xp(x), name)(x, x.dtype.type(scalar), out=x)
         return k
 
     def relu(x, **attrs):
-        xp = np if isinstance(x, np.ndarray) else backend.xp_of(x)
-        return xp.maximum(x, 0, out=x)
+        return _xp(x).maximum(x, 0, out=x)
 
     def activation(x, act_type):
         if act_type == 'relu':
             return relu(x)
-        xp = np if isinstance(x, np.ndarray) else backend.xp_of(x)
-        return xp.tanh(x, out=x)         # only 'tanh' is allowed below
+        return _xp(x).tanh(x, out=x)         # only 'tanh' is allowed below
 
     return {'relu': relu, 'tanh': ufunc('tanh'), 'exp': ufunc('exp'),
             'negative': ufunc('negative'), 'square': ufunc('square'),
@@ -318,6 +318,7 @@ class Plan:
             p = producer.get(i)
             if (i in freeable and uses.get(i) == 1 and p is not None
                     and p.name in _FRESH and not p.multi
+                    and self.dtypes[i].kind == 'f'
                     and self.dtypes[i] == self.dtypes[st.outs[0]]):
                 self.inplace[k] = True
         self.n_inplace = sum(self.inplace)
