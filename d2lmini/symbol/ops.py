@@ -87,6 +87,30 @@ def _make(op, inputs, attrs, hint=None, name=None, attr=None, resolved=None):
     return Symbol([(node, i) for i in range(node.nout)])
 
 
+def _user_attrs(kwargs, attr):
+    """Take MXNet's attribute keywords out of ``kwargs``: ``__name__``-style
+    ones (``__layout__='TNC'``) and ``lr_mult``/``wd_mult``.  Returns the
+    node's attributes and those its new parameter variables get."""
+    attr = dict(attr or {})
+    var_attr = {}
+    for k in list(kwargs):
+        if k.startswith('__') and k.endswith('__'):
+            attr[k] = str(kwargs.pop(k))
+        elif k in ('lr_mult', 'wd_mult'):
+            var_attr[f'__{k}__'] = str(kwargs.pop(k))
+    attr.update(var_attr)
+    return attr, var_attr
+
+
+def _auto_var(op, node_name, arg, var_attr):
+    """The variable a layer creates for its missing input ``arg``."""
+    user = dict(var_attr)
+    if op == 'LeakyReLU' and arg == 'gamma':     # MXNet's PReLU starts at 0.25
+        from ..initializer import Constant
+        user['__init__'] = Constant(0.25).dumps()
+    return Variable(f'{node_name}_{arg}', attr=user or None)
+
+
 def _symbol_function(op, fn):
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())
@@ -95,6 +119,7 @@ def _symbol_function(op, fn):
 
     def symbol_fn(*args, name=None, attr=None, **kwargs):
         kwargs.pop('out', None)
+        attr, var_attr = _user_attrs(kwargs, attr)
         inputs, attrs = [], {}
         if varargs:
             for a in args:
@@ -122,7 +147,7 @@ def _symbol_function(op, fn):
                 if p.name in auto and not _skip_auto(op, p.name, {**bound, **extra}) \
                         or p.name in _DATA_INPUTS and p.default is _NO_INPUT:
                     node_name = node_name or _fresh_name(name, op.lower())
-                    inputs.append((p.name, Variable(f'{node_name}_{p.name}')))
+                    inputs.append((p.name, _auto_var(op, node_name, p.name, var_attr)))
                 continue
             v = bound[p.name]
             if isinstance(v, Symbol):
@@ -130,7 +155,7 @@ def _symbol_function(op, fn):
             elif v is None and p.name in auto and \
                     not _skip_auto(op, p.name, {**bound, **extra}):
                 node_name = node_name or _fresh_name(name, op.lower())
-                inputs.append((p.name, Variable(f'{node_name}_{p.name}')))
+                inputs.append((p.name, _auto_var(op, node_name, p.name, var_attr)))
             elif p.default is not _NO_INPUT and v is p.default and v is None:
                 continue                     # an optional input left out
             else:
