@@ -14,6 +14,7 @@ thread while the current one trains.
 [0, 0, 1]
 """
 import threading
+import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 
@@ -250,11 +251,19 @@ class NDArrayIter(DataIter):
             bad = [n for n, v in lengths.items() if v is None]
             raise ValueError(f'NDArrayIter: arrays {bad} have no axis '
                              f'{self._axis} (the N of layout {self.layout!r})')
-        if len(set(lengths.values())) > 1:
+        data_n = {lengths[name] for name, _ in self.data}
+        short = {name: lengths[name] for name, _ in self.label
+                 if lengths[name] < min(data_n)}
+        if len(data_n) > 1 or short:
             raise ValueError(f'NDArrayIter: data and label must have the same '
                              f'number of examples along the batch axis, got '
                              f'{lengths}')
-        num = next(iter(lengths.values()))
+        num = next(iter(data_n))
+        longer = [name for name, _ in self.label if lengths[name] > num]
+        if longer:          # MXNet reads the first num labels; say so
+            warnings.warn(f'NDArrayIter: label(s) {longer} have more examples '
+                          f'than the data ({lengths}); only the first {num} are '
+                          f'used', stacklevel=3)
         if num == 0:
             raise ValueError('NDArrayIter: the data has no examples')
         return num

@@ -465,3 +465,14 @@ def test_csv_iter_errors(tmp_path):
         mx.io.CSVIter(data_csv=data, data_shape=(3,), shufle=True)
     with pytest.raises(ValueError, match='batch_size'):
         mx.io.CSVIter(data_csv=data, data_shape=(3,), batch_size=0)
+
+
+def test_labels_longer_than_the_data_are_cut_with_a_warning():
+    # MXNet's test_loss.py::test_sample_weight_loss relies on it: the first
+    # len(data) labels go with the data.
+    data = np.arange(10, dtype=np.float32).reshape(5, 2)
+    label = np.arange(8, dtype=np.float32)
+    with pytest.warns(UserWarning, match='only the first 5'):
+        it = mx.io.NDArrayIter(data, label, batch_size=5)
+    batch = next(iter(it))
+    np.testing.assert_array_equal(batch.label[0].asnumpy(), label[:5])
