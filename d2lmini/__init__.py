@@ -21,11 +21,21 @@ __all__ = ['nd', 'ndarray', 'autograd', 'context', 'engine', 'base', 'Context',
 
 
 class random:                       # mx.random.seed(...), as in MXNet
-    """``mx.random.seed(n)`` seeds every context's generator."""
+    """``mx.random``: ``seed(n)`` seeds every context's generator; the
+    samplers are ``nd.random``'s."""
     seed = staticmethod(_nd_random.seed)
     uniform = staticmethod(_nd_random.uniform)
     normal = staticmethod(_nd_random.normal)
+    randn = staticmethod(_nd_random.randn)
     randint = staticmethod(_nd_random.randint)
+    poisson = staticmethod(_nd_random.poisson)
+    exponential = staticmethod(_nd_random.exponential)
+    gamma = staticmethod(_nd_random.gamma)
+    multinomial = staticmethod(_nd_random.multinomial)
+    negative_binomial = staticmethod(_nd_random.negative_binomial)
+    generalized_negative_binomial = staticmethod(
+        _nd_random.generalized_negative_binomial)
+    shuffle = staticmethod(_nd_random.shuffle)
 
 
 # Heavy or optional submodules load on first use.  Some are still to be
