@@ -34,8 +34,9 @@ class random:                       # mx.random.seed(...), as in MXNet
 # not exist.  ``mx.kv`` is ``mx.kvstore``, as in MXNet.
 _LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
          'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
-         'runtime', 'collectives', 'pipeline', 'sym', 'symbol', 'executor')
-_ALIAS = {'kv': 'kvstore', 'sym': 'symbol'}
+         'runtime', 'collectives', 'pipeline', 'sym', 'symbol', 'executor',
+         'io', 'callback', 'mod', 'module', 'model')
+_ALIAS = {'kv': 'kvstore', 'sym': 'symbol', 'mod': 'module'}
 
 
 def __getattr__(name):

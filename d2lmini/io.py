@@ -1,0 +1,581 @@
+"""Data iterators for the Module API: ``mx.io`` as in MXNet 1.x.
+
+A :class:`DataIter` hands out :class:`DataBatch` objects (lists of NDArrays
+plus a ``pad`` count) and describes what it yields with :class:`DataDesc`
+(name, shape, dtype, layout), which is what ``Module.bind`` needs before the
+first batch exists.  :class:`NDArrayIter` walks arrays held in memory;
+:class:`ResizeIter` fixes the number of batches per epoch;
+:class:`PrefetchingIter` reads the next batch on a thread while the current
+one trains.
+
+>>> it = mx.io.NDArrayIter(np.arange(10).reshape(5, 2), np.arange(5),
+...                        batch_size=2, last_batch_handle='pad')
+>>> [b.pad for b in it]
+[0, 0, 1]
+"""
+import threading
+import weakref
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from .context import cpu
+from .ndarray.ndarray import NDArray, array
+
+__all__ = ['DataDesc', 'DataBatch', 'DataIter', 'NDArrayIter', 'ResizeIter',
+           'PrefetchingIter']
+
+
+class DataDesc(namedtuple('DataDesc', ['name', 'shape'])):
+    """Name and shape of one input (a tuple), with ``dtype`` and ``layout``.
+
+    ``layout`` names the axes of ``shape``: ``'NCHW'`` says the batch is on
+    axis 0 (``N``), ``'TNC'`` on axis 1.
+
+    >>> d = mx.io.DataDesc('data', (32, 1, 28, 28))
+    >>> d.name, d.shape, d.layout
+    ('data', (32, 1, 28, 28), 'NCHW')
+    """
+
+    def __new__(cls, name, shape, dtype=np.float32, layout='NCHW'):
+        desc = super().__new__(cls, name, shape)
+        desc.dtype = dtype
+        desc.layout = layout
+        return desc
+
+    def __getnewargs__(self):            # copy and pickle keep dtype and layout
+        return (self.name, self.shape, self.dtype, self.layout)
+
+    def __repr__(self):
+        return f'DataDesc[{self.name},{self.shape},{self.dtype},{self.layout}]'
+
+    @staticmethod
+    def get_batch_axis(layout):
+        """The axis of ``layout`` holding the batch (``'N'``); 0 if None, -1
+        if the layout has no batch axis."""
+        return 0 if layout is None else layout.find('N')
+
+    @staticmethod
+    def get_list(shapes, types):
+        """DataDescs from ``[(name, shape), ...]`` and optional
+        ``[(name, dtype), ...]``."""
+        if types is None:
+            return [DataDesc(name, shape) for name, shape in shapes]
+        dtypes = dict(types)
+        return [DataDesc(name, shape, dtypes[name]) for name, shape in shapes]
+
+
+class DataBatch:
+    """One batch: ``data`` and ``label`` are lists of NDArrays.
+
+    ``pad`` counts the examples at the end that only fill the batch up (a
+    prediction drops them); ``index`` holds the examples' indices when the
+    iterator knows them; ``bucket_key``, ``provide_data`` and
+    ``provide_label`` serve iterators whose shapes change from batch to batch.
+    """
+
+    def __init__(self, data, label=None, pad=None, index=None,
+                 bucket_key=None, provide_data=None, provide_label=None):
+        if data is not None and not isinstance(data, (list, tuple)):
+            raise TypeError(f'DataBatch: data must be a list of NDArrays, '
+                            f'got {type(data).__name__}')
+        if label is not None and not isinstance(label, (list, tuple)):
+            raise TypeError(f'DataBatch: label must be a list of NDArrays, '
+                            f'got {type(label).__name__}')
+        self.data = data
+        self.label = label
+        self.pad = pad
+        self.index = index
+        self.bucket_key = bucket_key
+        self.provide_data = provide_data
+        self.provide_label = provide_label
+
+    def __str__(self):
+        data_shapes = [d.shape for d in self.data]
+        label_shapes = [l.shape for l in self.label] if self.label else None
+        return (f'{type(self).__name__}: data shapes: {data_shapes} '
+                f'label shapes: {label_shapes}')
+
+    __repr__ = __str__
+
+
+class DataIter:
+    """Base class of the iterators: Python's iterator protocol on top of
+    ``iter_next`` (advance; False at the end) and ``getdata`` / ``getlabel``
+    / ``getpad`` / ``getindex`` (read the current batch).  ``reset`` starts
+    a new epoch."""
+
+    def __init__(self, batch_size=0):
+        self.batch_size = batch_size
+
+    def __iter__(self):
+        return self
+
+    def reset(self):
+        """Go back to the start of the data."""
+
+    def next(self):
+        """The next :class:`DataBatch`; StopIteration at the end of the epoch."""
+        if not self.iter_next():
+            raise StopIteration
+        return DataBatch(data=self.getdata(), label=self.getlabel(),
+                         pad=self.getpad(), index=self.getindex())
+
+    def __next__(self):
+        return self.next()
+
+    def iter_next(self):
+        """Move to the next batch; False when there is none."""
+        raise NotImplementedError(f'{type(self).__name__} must define iter_next')
+
+    def getdata(self):
+        """The current batch's data, a list of NDArrays."""
+        raise NotImplementedError(f'{type(self).__name__} must define getdata')
+
+    def getlabel(self):
+        """The current batch's labels, a list of NDArrays."""
+        raise NotImplementedError(f'{type(self).__name__} must define getlabel')
+
+    def getindex(self):
+        """The indices of the current batch's examples (None if unknown)."""
+        return None
+
+    def getpad(self):
+        """How many examples of the current batch are padding."""
+        raise NotImplementedError(f'{type(self).__name__} must define getpad')
+
+
+# ---------------------------------------------------------------- NDArrayIter
+
+def _named_arrays(data, default_name, what, allow_empty):
+    """``[(name, NDArray), ...]`` sorted by name, from one array, a list of
+    arrays or a dict (MXNet's naming: one array is ``default_name``, the
+    i-th of several is ``_i_<default_name>``)."""
+    if data is None:
+        data = []
+    if isinstance(data, (np.ndarray, NDArray)):
+        data = [data]
+    if isinstance(data, (list, tuple)):
+        if not data and not allow_empty:
+            raise ValueError(f'NDArrayIter: {what} is empty; give at least '
+                             f'one array')
+        if len(data) == 1:
+            data = OrderedDict([(default_name, data[0])])
+        else:
+            data = OrderedDict((f'_{i}_{default_name}', d)
+                               for i, d in enumerate(data))
+    if not isinstance(data, dict):
+        raise TypeError(f'NDArrayIter: {what} must be an NDArray, a numpy '
+                        f'array, a list of them or a dict name -> array, got '
+                        f'{type(data).__name__}')
+    named = []
+    for name, value in data.items():
+        if not isinstance(value, NDArray):
+            try:
+                value = array(value, ctx=cpu())
+            except (TypeError, ValueError) as e:
+                raise TypeError(f'NDArrayIter: {what} {name!r} of type '
+                                f'{type(value).__name__} is not an array: '
+                                f'{e}') from None
+        named.append((name, value))
+    return sorted(named, key=lambda item: item[0])
+
+
+class NDArrayIter(DataIter):
+    """Batches from arrays held in memory (NDArrays, numpy arrays, lists or
+    dicts of them), with the same row taken from every data and label array.
+
+    ``last_batch_handle`` says what happens when ``batch_size`` does not
+    divide the number of examples: ``'pad'`` fills the last batch with
+    examples from the start (``pad`` counts them), ``'discard'`` drops the
+    partial batch, ``'roll_over'`` keeps its examples for the front of the
+    next epoch's first batch.  ``shuffle`` draws a new order (``self.idx``,
+    with numpy's global generator) at every ``reset``.  Batches live on
+    ``cpu()``.
+
+    >>> it = mx.io.NDArrayIter({'x': np.zeros((10, 3))}, np.arange(10),
+    ...                        batch_size=4, last_batch_handle='discard')
+    >>> it.provide_data, len(list(it))
+    ([DataDesc[x,(4, 3),<class 'numpy.float32'>,NCHW]], 2)
+    """
+
+    _HANDLES = ('pad', 'discard', 'roll_over')
+
+    def __init__(self, data, label=None, batch_size=1, shuffle=False,
+                 last_batch_handle='pad', data_name='data',
+                 label_name='softmax_label', layout='NCHW'):
+        if isinstance(batch_size, bool) or \
+                not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+            raise ValueError(f'NDArrayIter: batch_size must be a positive '
+                             f'integer, got {batch_size!r}')
+        if last_batch_handle not in self._HANDLES:
+            raise ValueError(f'NDArrayIter: last_batch_handle must be one of '
+                             f'{self._HANDLES}, got {last_batch_handle!r}')
+        super().__init__(int(batch_size))
+        self.layout = layout
+        self._axis = DataDesc.get_batch_axis(layout)
+        if self._axis < 0:
+            raise ValueError(f'NDArrayIter: layout {layout!r} has no batch '
+                             f'axis N')
+        self.data = _named_arrays(data, data_name, 'data', allow_empty=False)
+        self.label = _named_arrays(label, label_name, 'label', allow_empty=True)
+        self.num_data = self._check_lengths()
+        self.shuffle = shuffle
+        self.last_batch_handle = last_batch_handle
+        # Host copies, read once: every batch is a gather from these.
+        self._host = {name: arr.asnumpy() for name, arr in self.data + self.label}
+        self.idx = np.arange(self.num_data)
+        self.cursor = -self.batch_size
+        self._carry = None            # roll_over: rows owed to the next epoch
+        self.reset()
+
+    def _check_lengths(self):
+        lengths = {name: arr.shape[self._axis] if arr.ndim > self._axis else None
+                   for name, arr in self.data + self.label}
+        if None in lengths.values():
+            bad = [n for n, v in lengths.items() if v is None]
+            raise ValueError(f'NDArrayIter: arrays {bad} have no axis '
+                             f'{self._axis} (the N of layout {self.layout!r})')
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f'NDArrayIter: data and label must have the same '
+                             f'number of examples along the batch axis, got '
+                             f'{lengths}')
+        num = next(iter(lengths.values()))
+        if num == 0:
+            raise ValueError('NDArrayIter: the data has no examples')
+        return num
+
+    def _descs(self, named):
+        descs = []
+        for name, arr in named:
+            shape = list(arr.shape)
+            shape[self._axis] = self.batch_size
+            descs.append(DataDesc(name, tuple(shape), arr.dtype, self.layout))
+        return descs
+
+    @property
+    def provide_data(self):
+        """A DataDesc (batch shape) per data array."""
+        return self._descs(self.data)
+
+    @property
+    def provide_label(self):
+        """A DataDesc (batch shape) per label array."""
+        return self._descs(self.label)
+
+    def hard_reset(self):
+        """Start a new epoch, forgetting rows rolled over from the last one."""
+        self._carry = None
+        self.cursor = -self.batch_size
+        if self.shuffle:
+            np.random.shuffle(self.idx)
+
+    def reset(self):
+        n, bs = self.num_data, self.batch_size
+        rolling = self.last_batch_handle == 'roll_over' and n - bs < self.cursor < n
+        if rolling:
+            # The unfinished batch leads the next epoch; the cursor goes
+            # negative by as many rows as it carries.
+            self._carry = self.idx[self.cursor:].copy()
+            self.cursor = self.cursor - n - bs
+        else:
+            self.cursor = -bs
+        if self.shuffle:
+            np.random.shuffle(self.idx)
+
+    def iter_next(self):
+        self.cursor += self.batch_size
+        if self.cursor >= 0:
+            self._carry = None                 # served by the batch before
+        return self.cursor < self.num_data
+
+    def next(self):
+        if not self.iter_next():
+            raise StopIteration
+        rows = self._rows()
+        if len(rows) < self.batch_size:        # discard / roll_over: partial
+            raise StopIteration
+        return DataBatch(data=self._gather(self.data, rows),
+                         label=self._gather(self.label, rows),
+                         pad=self.getpad(), index=None)
+
+    def _rows(self):
+        """Indices into the arrays of the current batch's examples."""
+        n, bs, c = self.num_data, self.batch_size, self.cursor
+        if c >= n:
+            raise RuntimeError('NDArrayIter: past the end of the data; call '
+                               'reset() to start a new epoch')
+        if -bs < c < 0:                        # roll_over's first batch
+            if self._carry is None:
+                raise RuntimeError('NDArrayIter: no rolled-over rows for this '
+                                   'batch; call hard_reset()')
+            return np.concatenate([self._carry, self.idx[:c + bs]])
+        if c + bs <= n:
+            return self.idx[c:c + bs]
+        if self.last_batch_handle == 'pad':    # wrap round (more than once
+            return self.idx[np.arange(c, c + bs) % n]  # if bs > n)
+        return self.idx[c:]
+
+    def _gather(self, named, rows):
+        out = []
+        for name, arr in named:
+            host = np.take(self._host[name], rows, axis=self._axis)
+            out.append(array(host, ctx=cpu(), dtype=arr.dtype))
+        return out
+
+    def getdata(self):
+        return self._gather(self.data, self._rows())
+
+    def getlabel(self):
+        return self._gather(self.label, self._rows())
+
+    def getpad(self):
+        n, bs, c = self.num_data, self.batch_size, self.cursor
+        if self.last_batch_handle == 'pad' and c + bs > n:
+            return c + bs - n
+        if self.last_batch_handle == 'roll_over' and -bs < c < 0:
+            return -c                          # MXNet: the rows carried over
+        return 0
+
+
+# ----------------------------------------------------------------- ResizeIter
+
+class ResizeIter(DataIter):
+    """``size`` batches per epoch from ``data_iter``, restarting it when it
+    runs out early and stopping it early when it has more.
+
+    >>> it = mx.io.ResizeIter(mx.io.NDArrayIter(np.ones((10, 2)),
+    ...                                         batch_size=5), 3)
+    >>> len(list(it))
+    3
+    """
+
+    def __init__(self, data_iter, size, reset_internal=True):
+        super().__init__(data_iter.batch_size)
+        if not isinstance(size, (int, np.integer)) or size < 0:
+            raise ValueError(f'ResizeIter: size must be a non-negative '
+                             f'integer, got {size!r}')
+        self.data_iter = data_iter
+        self.size = int(size)
+        self.reset_internal = reset_internal
+        self.cur = 0
+        self.current_batch = None
+        self.provide_data = data_iter.provide_data
+        self.provide_label = data_iter.provide_label
+        if hasattr(data_iter, 'default_bucket_key'):
+            self.default_bucket_key = data_iter.default_bucket_key
+
+    def reset(self):
+        self.cur = 0
+        if self.reset_internal:
+            self.data_iter.reset()
+
+    def iter_next(self):
+        if self.cur == self.size:
+            return False
+        try:
+            self.current_batch = self.data_iter.next()
+        except StopIteration:
+            self.data_iter.reset()
+            self.current_batch = self.data_iter.next()
+        self.cur += 1
+        return True
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+# ------------------------------------------------------------ PrefetchingIter
+
+class _Prefetcher:
+    """A thread that reads one batch ahead from each iterator.
+
+    It holds the iterators, not the PrefetchingIter, so that dropping the
+    PrefetchingIter lets a finalizer stop the thread.
+    """
+
+    def __init__(self, iters):
+        self.iters = iters
+        self.cond = threading.Condition()
+        self.wanted = False        # the main thread asked for a batch
+        self.result = None         # ('ok', batches) or ('error', exception)
+        self.busy = False
+        self.stopped = False
+        self.thread = threading.Thread(target=self._loop, daemon=True,
+                                       name='PrefetchingIter')
+        self.thread.start()
+
+    def _loop(self):
+        while True:
+            with self.cond:
+                while not (self.wanted or self.stopped):
+                    self.cond.wait()
+                if self.stopped:
+                    return
+                self.wanted, self.busy = False, True
+            try:
+                result = ('ok', [_next_or_none(it) for it in self.iters])
+            except Exception as e:             # handed to the main thread
+                result = ('error', e)
+            with self.cond:
+                self.result, self.busy = result, False
+                self.cond.notify_all()
+
+    def request(self):
+        with self.cond:
+            self.result, self.wanted = None, True
+            self.cond.notify_all()
+
+    def take(self):
+        """The batches asked for by the last :meth:`request` (waiting)."""
+        with self.cond:
+            while self.result is None:
+                if not self.thread.is_alive():
+                    raise RuntimeError('PrefetchingIter: its reader thread '
+                                       'has stopped (iterator closed?)')
+                self.cond.wait(timeout=1.0)
+            result, self.result = self.result, None
+        if result[0] == 'error':
+            raise result[1]
+        return result[1]
+
+    def settle(self):
+        """Wait until no read is pending, dropping what it read."""
+        with self.cond:
+            while (self.wanted or self.busy) and self.thread.is_alive():
+                self.cond.wait(timeout=1.0)
+            self.result = None
+
+    def stop(self, timeout=10.0):
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+        if threading.current_thread() is not self.thread:
+            self.thread.join(timeout)
+
+
+def _next_or_none(it):
+    try:
+        return it.next()
+    except StopIteration:
+        return None
+
+
+class PrefetchingIter(DataIter):
+    """Reads the next batch of one or more iterators on a background thread
+    while the caller works on the current one, and joins their batches
+    (data of the first iterator, then of the second...).
+
+    ``rename_data`` / ``rename_label``: one dict per iterator renaming its
+    inputs (``{'data': 'data_1'}``).  At most one batch per iterator is read
+    ahead.  ``close()`` (or dropping the iterator) stops the thread.
+
+    >>> a = mx.io.NDArrayIter({'data': np.ones((4, 2))}, batch_size=2)
+    >>> b = mx.io.NDArrayIter({'data': np.zeros((4, 2))}, batch_size=2)
+    >>> it = mx.io.PrefetchingIter([a, b], rename_data=[{'data': 'a'},
+    ...                                                 {'data': 'b'}])
+    >>> [d.name for d in it.provide_data], len(list(it))
+    (['a', 'b'], 2)
+    """
+
+    def __init__(self, iters, rename_data=None, rename_label=None):
+        super().__init__()
+        if not isinstance(iters, (list, tuple)):
+            iters = [iters]
+        if not iters:
+            raise ValueError('PrefetchingIter: give at least one iterator')
+        for renames, what in ((rename_data, 'rename_data'),
+                              (rename_label, 'rename_label')):
+            if renames is not None and len(renames) != len(iters):
+                raise ValueError(f'PrefetchingIter: {what} needs one dict per '
+                                 f'iterator ({len(iters)}), got {len(renames)}')
+        self.iters = list(iters)
+        self.n_iter = len(self.iters)
+        self.rename_data = rename_data
+        self.rename_label = rename_label
+        self.batch_size = self.provide_data[0].shape[0]
+        self.current_batch = None
+        self._exhausted = False
+        self._prefetcher = _Prefetcher(self.iters)
+        self._finalizer = weakref.finalize(self, self._prefetcher.stop)
+        self._prefetcher.request()
+
+    def _renamed(self, renames, descs_of):
+        out = []
+        for i, it in enumerate(self.iters):
+            for desc in descs_of(it):
+                if not isinstance(desc, DataDesc):
+                    desc = DataDesc(*desc)
+                if renames is not None:
+                    desc = DataDesc(renames[i].get(desc.name, desc.name),
+                                    desc.shape, desc.dtype, desc.layout)
+                out.append(desc)
+        return out
+
+    @property
+    def provide_data(self):
+        return self._renamed(self.rename_data, lambda it: it.provide_data)
+
+    @property
+    def provide_label(self):
+        return self._renamed(self.rename_label, lambda it: it.provide_label)
+
+    def close(self):
+        """Stop the reader thread (the iterator is unusable afterwards)."""
+        self._finalizer()
+
+    def reset(self):
+        self._prefetcher.settle()       # let a read in flight finish first
+        for it in self.iters:
+            it.reset()
+        self._exhausted = False
+        self._prefetcher.request()
+
+    def iter_next(self):
+        if self._exhausted:
+            return False
+        batches = self._prefetcher.take()
+        ended = [b is None for b in batches]
+        if all(ended):
+            self._exhausted = True
+            return False
+        if any(ended):
+            raise ValueError(f'PrefetchingIter: the iterators have different '
+                             f'numbers of batches (ended: {ended})')
+        pads = [b.pad for b in batches]
+        if len(set(pads)) > 1:
+            raise ValueError(f'PrefetchingIter: the iterators disagree on the '
+                             f'padding of this batch: {pads}')
+        self.current_batch = DataBatch(
+            sum((list(b.data) for b in batches), []),
+            sum((list(b.label or []) for b in batches), []),
+            batches[0].pad, batches[0].index,
+            provide_data=self.provide_data, provide_label=self.provide_label)
+        self._prefetcher.request()
+        return True
+
+    def next(self):
+        if not self.iter_next():
+            raise StopIteration
+        return self.current_batch
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
