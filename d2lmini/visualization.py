@@ -108,7 +108,9 @@ def _label(node):
         kernel = xs(a['kernel']) if 'kernel' in a else '[]'
         return (f"Pooling\n{a.get('pool_type', 'max')}, {kernel}/"
                 f"{xs(a.get('stride') or 1)}")
-    return f'{node.op}\n{node.name}' if node.op not in ('BatchNorm',) else node.name
+    if node.op == 'BatchNorm':
+        return node.name
+    return f'{node.op}\n{node.name}'
 
 
 _COLOR_OF = {'Convolution': 1, '_conv_act': 1, 'FullyConnected': 1, 'Activation': 2,
@@ -311,8 +313,8 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
             dot.node(name=node.name, label=label, **a)
         for src, dst, text in edges:
             # drawn from the layer back to its input, so inputs end at the bottom
-            dot.edge(tail_name=dst.name, head_name=src.name, dir='back', arrowtail='open',
-                     label=text)
+            dot.edge(tail_name=dst.name, head_name=src.name, dir='back',
+                     arrowtail='open', label=text)
         return dot
     return _draw(boxes, edges, title, float(attrs['width']), float(attrs['height']))
 
