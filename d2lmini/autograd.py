@@ -204,8 +204,10 @@ def _run_backward(heads, head_grads, retain_graph, create_graph, wanted=None):
                 ograds.append(None if entry is None else entry[1])
             if all(g is None for g in ograds):
                 continue
-            ograds = [_nd.zeros_like(o) if g is None else g
-                      for o, g in zip(node.outputs, ograds)]
+            if not getattr(node.op, 'none_ograds', False):
+                # (an op with none_ograds takes None for an unused output)
+                ograds = [_nd.zeros_like(o) if g is None else g
+                          for o, g in zip(node.outputs, ograds)]
             if getattr(node.op, 'nout', 1) == 1:    # split etc. take a list
                 igrads = node.op.backward(ograds[0], node.inputs, node.outputs[0],
                                           **node.attrs)

@@ -3,10 +3,10 @@
 A :class:`DataIter` hands out :class:`DataBatch` objects (lists of NDArrays
 plus a ``pad`` count) and describes what it yields with :class:`DataDesc`
 (name, shape, dtype, layout), which is what ``Module.bind`` needs before the
-first batch exists.  :class:`NDArrayIter` walks arrays held in memory;
-:class:`ResizeIter` fixes the number of batches per epoch;
-:class:`PrefetchingIter` reads the next batch on a thread while the current
-one trains.
+first batch exists.  :class:`NDArrayIter` walks arrays held in memory,
+:class:`CSVIter` a CSV file; :class:`ResizeIter` fixes the number of
+batches per epoch; :class:`PrefetchingIter` reads the next batch on a
+thread while the current one trains.
 
 >>> it = mx.io.NDArrayIter(np.arange(10).reshape(5, 2), np.arange(5),
 ...                        batch_size=2, last_batch_handle='pad')
@@ -20,10 +20,10 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from .context import cpu
-from .ndarray.ndarray import NDArray, array
+from .ndarray.ndarray import NDArray, array, from_numpy
 
-__all__ = ['DataDesc', 'DataBatch', 'DataIter', 'NDArrayIter', 'ResizeIter',
-           'PrefetchingIter']
+__all__ = ['DataDesc', 'DataBatch', 'DataIter', 'NDArrayIter', 'CSVIter',
+           'ResizeIter', 'PrefetchingIter']
 
 
 class DataDesc(namedtuple('DataDesc', ['name', 'shape'])):
@@ -133,24 +133,32 @@ class DataIter:
         raise NotImplementedError(f'{type(self).__name__} must define getdata')
 
     def getlabel(self):
-        """The current batch's labels, a list of NDArrays."""
-        raise NotImplementedError(f'{type(self).__name__} must define getlabel')
+        """The current batch's labels, a list of NDArrays (None: unlabelled)."""
+        return None
 
     def getindex(self):
         """The indices of the current batch's examples (None if unknown)."""
         return None
 
     def getpad(self):
-        """How many examples of the current batch are padding."""
-        raise NotImplementedError(f'{type(self).__name__} must define getpad')
+        """How many examples of the current batch are padding (none here)."""
+        return 0
 
 
 # ---------------------------------------------------------------- NDArrayIter
 
+def _check_batch_size(who, batch_size):
+    if isinstance(batch_size, bool) or \
+            not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+        raise ValueError(f'{who}: batch_size must be a positive integer, got '
+                         f'{batch_size!r}')
+
+
 def _named_arrays(data, default_name, what, allow_empty):
-    """``[(name, NDArray), ...]`` sorted by name, from one array, a list of
-    arrays or a dict (MXNet's naming: one array is ``default_name``, the
-    i-th of several is ``_i_<default_name>``)."""
+    """``[(name, numpy array), ...]`` sorted by name, from one array, a
+    list of arrays or a dict (MXNet's naming: one array is ``default_name``,
+    the i-th of several is ``_i_<default_name>``).  Each is a host copy of
+    the input, float32 unless the input was an NDArray (as ``nd.array``)."""
     if data is None:
         data = []
     if isinstance(data, (np.ndarray, NDArray)):
@@ -170,14 +178,16 @@ def _named_arrays(data, default_name, what, allow_empty):
                         f'{type(data).__name__}')
     named = []
     for name, value in data.items():
-        if not isinstance(value, NDArray):
+        if isinstance(value, NDArray):
+            host = value.asnumpy()
+        else:
             try:
-                value = array(value, ctx=cpu())
+                host = array(value, ctx=cpu()).asnumpy()
             except (TypeError, ValueError) as e:
                 raise TypeError(f'NDArrayIter: {what} {name!r} of type '
                                 f'{type(value).__name__} is not an array: '
                                 f'{e}') from None
-        named.append((name, value))
+        named.append((name, np.ascontiguousarray(host)))
     return sorted(named, key=lambda item: item[0])
 
 
@@ -204,10 +214,7 @@ class NDArrayIter(DataIter):
     def __init__(self, data, label=None, batch_size=1, shuffle=False,
                  last_batch_handle='pad', data_name='data',
                  label_name='softmax_label', layout='NCHW'):
-        if isinstance(batch_size, bool) or \
-                not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
-            raise ValueError(f'NDArrayIter: batch_size must be a positive '
-                             f'integer, got {batch_size!r}')
+        _check_batch_size('NDArrayIter', batch_size)
         if last_batch_handle not in self._HANDLES:
             raise ValueError(f'NDArrayIter: last_batch_handle must be one of '
                              f'{self._HANDLES}, got {last_batch_handle!r}')
@@ -217,13 +224,20 @@ class NDArrayIter(DataIter):
         if self._axis < 0:
             raise ValueError(f'NDArrayIter: layout {layout!r} has no batch '
                              f'axis N')
-        self.data = _named_arrays(data, data_name, 'data', allow_empty=False)
-        self.label = _named_arrays(label, label_name, 'label', allow_empty=True)
+        data = _named_arrays(data, data_name, 'data', allow_empty=False)
+        label = _named_arrays(label, label_name, 'label', allow_empty=True)
+        both = sorted({n for n, _ in data} & {n for n, _ in label})
+        if both:
+            raise ValueError(f'NDArrayIter: names {both} are used for both '
+                             f'data and label; give them different names')
+        # Every batch is a gather from these host arrays; self.data and
+        # self.label (MXNet's (name, NDArray) lists) share their memory.
+        self._host = dict(data + label)
+        self.data = [(name, from_numpy(host)) for name, host in data]
+        self.label = [(name, from_numpy(host)) for name, host in label]
         self.num_data = self._check_lengths()
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
-        # Host copies, read once: every batch is a gather from these.
-        self._host = {name: arr.asnumpy() for name, arr in self.data + self.label}
         self.idx = np.arange(self.num_data)
         self.cursor = -self.batch_size
         self._carry = None            # roll_over: rows owed to the next epoch
@@ -276,8 +290,8 @@ class NDArrayIter(DataIter):
         if rolling:
             # The unfinished batch leads the next epoch; the cursor goes
             # negative by as many rows as it carries.
-            self._carry = self.idx[self.cursor:].copy()
-            self.cursor = self.cursor - n - bs
+            self._carry = self._rows().copy()
+            self.cursor = -len(self._carry) - bs
         else:
             self.cursor = -bs
         if self.shuffle:
@@ -305,6 +319,9 @@ class NDArrayIter(DataIter):
         if c >= n:
             raise RuntimeError('NDArrayIter: past the end of the data; call '
                                'reset() to start a new epoch')
+        if c <= -bs:
+            raise RuntimeError('NDArrayIter: no current batch; call '
+                               'iter_next() (or next()) first')
         if -bs < c < 0:                        # roll_over's first batch
             if self._carry is None:
                 raise RuntimeError('NDArrayIter: no rolled-over rows for this '
@@ -319,6 +336,7 @@ class NDArrayIter(DataIter):
     def _gather(self, named, rows):
         out = []
         for name, arr in named:
+            arr.wait_to_read()                 # a write to self.data lands first
             host = np.take(self._host[name], rows, axis=self._axis)
             out.append(array(host, ctx=cpu(), dtype=arr.dtype))
         return out
@@ -336,6 +354,113 @@ class NDArrayIter(DataIter):
         if self.last_batch_handle == 'roll_over' and -bs < c < 0:
             return -c                          # MXNet: the rows carried over
         return 0
+
+
+# -------------------------------------------------------------------- CSVIter
+
+class CSVIter(DataIter):
+    """Batches from a CSV file of flattened examples (one per line) and an
+    optional CSV of labels, as MXNet's native ``CSVIter``.
+
+    Each line of ``data_csv`` holds ``prod(data_shape)`` numbers; labels are
+    float32 of ``label_shape`` (``(1,)``: one number per line, batched as
+    ``(batch_size,)``), zeros when there is no ``label_csv``.  The last
+    batch of an epoch is filled from the start of the file (``pad`` counts
+    those rows); with ``round_batch=True`` the next epoch then begins after
+    them, so that every example is seen equally often.  As for MXNet's
+    native iterators, ``getdata()`` and ``getlabel()`` return one NDArray,
+    not a list.
+
+    >>> it = mx.io.CSVIter(data_csv='x.csv', data_shape=(3,),
+    ...                    label_csv='y.csv', batch_size=30)   # doctest: +SKIP
+    """
+
+    _DTYPES = ('float32', 'int32', 'int64')
+
+    def __init__(self, data_csv, data_shape, label_csv=None, label_shape=(1,),
+                 batch_size=1, round_batch=True, dtype='float32',
+                 data_name='data', label_name='softmax_label', **kwargs):
+        unknown = set(kwargs) - {'prefetch_buffer', 'ctx'}
+        if unknown:
+            raise TypeError(f'CSVIter: unknown arguments {sorted(unknown)}')
+        _check_batch_size('CSVIter', batch_size)
+        if str(np.dtype(dtype)) not in self._DTYPES:
+            raise ValueError(f'CSVIter: dtype must be one of {self._DTYPES}, '
+                             f'got {dtype!r}')
+        super().__init__(int(batch_size))
+        data_shape, label_shape = tuple(data_shape), tuple(label_shape)
+        self._data = self._read(data_csv, data_shape, np.dtype(dtype))
+        n = self._data.shape[0]
+        if label_csv is None or label_csv == 'NULL':
+            self._label = np.zeros((n,) + label_shape, np.float32)
+        else:
+            self._label = self._read(label_csv, label_shape, np.dtype('float32'))
+            if self._label.shape[0] != n:
+                raise ValueError(f'CSVIter: {data_csv} has {n} rows but '
+                                 f'{label_csv} has {self._label.shape[0]}')
+        if label_shape == (1,):
+            self._label = self._label.reshape(n)
+        self.provide_data = [DataDesc(data_name, (self.batch_size,) + data_shape,
+                                      np.dtype(dtype).type)]
+        self.provide_label = [DataDesc(label_name, (self.batch_size,) +
+                                       self._label.shape[1:], np.float32)]
+        self.round_batch = round_batch
+        self._start = 0               # where this epoch begins (round_batch)
+        self._overflow = 0            # rows the last batch took from the start
+        self._rows = None
+        self.reset()
+
+    @staticmethod
+    def _read(path, shape, dtype):
+        rows = np.loadtxt(path, delimiter=',', dtype=dtype, ndmin=2)
+        if rows.shape[0] == 0:
+            raise ValueError(f'CSVIter: {path} holds no rows')
+        size = int(np.prod(shape))
+        if rows.shape[1] != size:
+            raise ValueError(f'CSVIter: the rows of {path} hold {rows.shape[1]} '
+                             f'values, but shape {shape} needs {size}')
+        return rows.reshape((rows.shape[0],) + shape)
+
+    def reset(self):
+        self._start = self._overflow if self.round_batch else 0
+        self._overflow = 0
+        self._cursor = self._start - self.batch_size
+        self._rows = None
+
+    def iter_next(self):
+        n = self._data.shape[0]
+        if self._overflow:            # the epoch ended with a filled-up batch
+            return False
+        self._cursor += self.batch_size
+        if self._cursor >= n:
+            return False
+        self._rows = np.arange(self._cursor, self._cursor + self.batch_size) % n
+        self._overflow = max(0, self._cursor + self.batch_size - n)
+        return True
+
+    def _current(self, source):
+        if self._rows is None:
+            raise RuntimeError('CSVIter: no current batch; call iter_next() '
+                               '(or next()) first')
+        return array(source[self._rows], ctx=cpu(), dtype=source.dtype)
+
+    def getdata(self):
+        return self._current(self._data)
+
+    def getlabel(self):
+        return self._current(self._label)
+
+    def getindex(self):
+        return self._rows
+
+    def getpad(self):
+        return self._overflow
+
+    def next(self):
+        if not self.iter_next():
+            raise StopIteration
+        return DataBatch(data=[self.getdata()], label=[self.getlabel()],
+                         pad=self.getpad(), index=self.getindex())
 
 
 # ----------------------------------------------------------------- ResizeIter
@@ -409,6 +534,7 @@ class _Prefetcher:
         self.wanted = False        # the main thread asked for a batch
         self.result = None         # ('ok', batches) or ('error', exception)
         self.busy = False
+        self.pending = False       # a read was asked for and not yet taken
         self.stopped = False
         self.thread = threading.Thread(target=self._loop, daemon=True,
                                        name='PrefetchingIter')
@@ -432,18 +558,21 @@ class _Prefetcher:
 
     def request(self):
         with self.cond:
-            self.result, self.wanted = None, True
+            self.result, self.wanted, self.pending = None, True, True
             self.cond.notify_all()
 
     def take(self):
         """The batches asked for by the last :meth:`request` (waiting)."""
         with self.cond:
+            if not self.pending:
+                raise RuntimeError('PrefetchingIter: a read failed or the '
+                                   'epoch ended; call reset()')
             while self.result is None:
                 if not self.thread.is_alive():
                     raise RuntimeError('PrefetchingIter: its reader thread '
                                        'has stopped (iterator closed?)')
                 self.cond.wait(timeout=1.0)
-            result, self.result = self.result, None
+            result, self.result, self.pending = self.result, None, False
         if result[0] == 'error':
             raise result[1]
         return result[1]
@@ -453,7 +582,7 @@ class _Prefetcher:
         with self.cond:
             while (self.wanted or self.busy) and self.thread.is_alive():
                 self.cond.wait(timeout=1.0)
-            self.result = None
+            self.result, self.pending = None, False
 
     def stop(self, timeout=10.0):
         with self.cond:

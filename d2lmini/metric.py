@@ -357,7 +357,13 @@ class TopKAccuracy(EvalMetric):
             raise ValueError(f'TopKAccuracy needs top_k > 1, got {top_k}; '
                              f'use Accuracy for top_k = 1')
         self.top_k = top_k
+        self._given_name = self.name
         self.name += f'_{top_k}'
+
+    def get_config(self):
+        config = super().get_config()
+        config['name'] = self._given_name    # create() appends _k again
+        return config
 
     def update(self, labels, preds):
         labels, preds = check_label_shapes(labels, preds, True)
@@ -624,7 +630,12 @@ class Perplexity(EvalMetric):
 
 
 class _Regression(EvalMetric):
-    """Mean over updates of a per-batch error of predictions vs labels."""
+    """Mean over updates of a per-batch error of predictions vs labels.
+
+    As in MXNet, 1-D labels and predictions count as columns, and the two
+    broadcast: a (n,) label against (n, c) predictions compares the label
+    with every output.
+    """
 
     def __init__(self, name, output_names=None, label_names=None):
         super().__init__(name, output_names=output_names,
@@ -633,9 +644,16 @@ class _Regression(EvalMetric):
     def update(self, labels, preds):
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in zip(labels, preds):
-            pred = _host(pred)
-            label = _same_size(self.name, _host(label), pred)
-            self._add(self._error(label - pred), 1)
+            label, pred = _host(label), _host(pred)
+            label = label.reshape(-1, 1) if label.ndim == 1 else label
+            pred = pred.reshape(-1, 1) if pred.ndim == 1 else pred
+            try:
+                diff = label - pred
+            except ValueError:
+                raise ValueError(f'{self.name}: labels of shape {label.shape} '
+                                 f'and predictions of shape {pred.shape} do '
+                                 f'not broadcast') from None
+            self._add(self._error(diff), 1)
 
 
 @register

@@ -72,8 +72,7 @@ class CachedGraph:
         self.out_fmt = out_fmt
         self.single = single
         self.plans = {}
-        self._cache = None
-        self._cache = None
+        self._cache = {}                 # ctx -> the Parameters' arrays there
 
     def _arrays(self, flat, ctx):
         """The graph's input arrays: data inputs and Parameters' data on ctx.
@@ -81,17 +80,16 @@ class CachedGraph:
         The Parameters' arrays are cached per context and re-read only when
         a Parameter got new arrays (initialize, load, reset_ctx, cast).
         """
-        cache = self._cache
-        if cache is None or cache[0] is not ctx or not all(
-                p._data is lst for p, lst in cache[1]):
+        cache = self._cache.get(ctx)
+        if cache is None or not all(p._data is lst for p, lst in cache[0]):
             params = [(s, s._data) for s in self.sources if s.__class__ is not int]
             template = [None if s.__class__ is int else s.data(ctx)
                         for s in self.sources]
             positions = [(k, s) for k, s in enumerate(self.sources)
                          if s.__class__ is int]
-            cache = self._cache = (ctx, params, template, positions)
-        arrays = list(cache[2])
-        for k, i in cache[3]:
+            cache = self._cache[ctx] = (params, template, positions)
+        arrays = list(cache[1])
+        for k, i in cache[2]:
             arrays[k] = flat[i]
         return arrays
 

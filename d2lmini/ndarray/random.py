@@ -40,16 +40,30 @@ def generator(ctx):
 
 
 def seed(seed_state, ctx='all'):
-    """Seed the generators of all contexts (or only ``ctx``)."""
+    """Seed the generators of all contexts (or only ``ctx``).
+
+    A generator that exists is re-seeded in place: a traced graph
+    (``hybridize``, an executor) holds the generator of its context, and
+    must follow the new seed too.
+    """
     from .. import engine
     engine.waitall()          # pending samples use the old state
     if ctx == 'all':
         _SEED[0] = int(seed_state)
-        _GENS.clear()
+        for c in list(_GENS):
+            _reseed(c, [int(seed_state), c.device_type == 'gpu', c.device_id])
     else:
-        ss = [int(seed_state), ctx.device_type == 'gpu', ctx.device_id]
-        _GENS[ctx] = backend.xp(ctx).random.default_rng(
-            np.random.SeedSequence(ss).generate_state(1)[0])
+        _reseed(ctx, [int(seed_state), ctx.device_type == 'gpu', ctx.device_id])
+
+
+def _reseed(ctx, ss):
+    new = backend.xp(ctx).random.default_rng(
+        np.random.SeedSequence(ss).generate_state(1)[0])
+    old = _GENS.get(ctx)
+    if old is not None and hasattr(old, 'bit_generator'):
+        old.bit_generator.state = new.bit_generator.state
+    else:
+        _GENS[ctx] = new
 
 
 def _sample_scalar(draw, shape, ctx, dtype, name, out=None):

@@ -29,6 +29,8 @@ from .. import autograd as _ag
 from .. import backend
 from ..base import MXNetError, as_mxnet_error
 from ..ndarray import ndarray as _nd
+from ..ndarray.nn.fused import fusable_pool
+from ..ndarray.registry import OPS
 
 __all__ = ['Capture', 'Plan', 'lower']
 
@@ -132,33 +134,33 @@ class Capture:
 
 
 # === the plan =======================================================================
+def _xp(a):
+    return np if isinstance(a, np.ndarray) else backend.xp_of(a)
+
+
 def _inplace_kernels():
     """Elementwise ops that may overwrite their input: ``f(x, **attrs) -> x``.
 
-    Only used when the input is a fresh buffer read by nobody else (see
-    ``Plan._plan_inplace``).
+    Only used on a fresh floating-point buffer that nothing else reads (see
+    ``Plan._plan_memory``).
     """
     def ufunc(name):
         def k(x, **attrs):
-            return getattr(backend.xp_of(x) if not isinstance(x, np.ndarray)
-                           else np, name)(x, out=x)
+            return getattr(_xp(x), name)(x, out=x)
         return k
 
     def scalar(name):
         def k(x, scalar):
-            xp = np if isinstance(x, np.ndarray) else backend.xp_of(x)
-            return getattr(xp, name)(x, x.dtype.type(scalar), out=x)
+            return getattr(_xp(x), name)(x, x.dtype.type(scalar), out=x)
         return k
 
     def relu(x, **attrs):
-        xp = np if isinstance(x, np.ndarray) else backend.xp_of(x)
-        return xp.maximum(x, 0, out=x)
+        return _xp(x).maximum(x, 0, out=x)
 
     def activation(x, act_type):
         if act_type == 'relu':
             return relu(x)
-        xp = np if isinstance(x, np.ndarray) else backend.xp_of(x)
-        return xp.tanh(x, out=x)         # only 'tanh' is allowed below
+        return _xp(x).tanh(x, out=x)         # only 'tanh' is allowed below
 
     return {'relu': relu, 'tanh': ufunc('tanh'), 'exp': ufunc('exp'),
             'negative': ufunc('negative'), 'square': ufunc('square'),
@@ -194,6 +196,63 @@ def _inplace_ok(step):
     return True
 
 
+def _conv_relu(conv, act):
+    """Convolution -> relu: the fused ``_conv_act`` (gluon's Conv2D runs it
+    when asked for relu; a graph finds the pair by itself)."""
+    relu = act.name == 'relu' or (act.name == 'Activation' and
+                                  act.attrs.get('act_type') == 'relu')
+    if conv.name != 'Convolution' or not relu:
+        return None
+    op = OPS['_conv_act']
+    return _Step(op.name, op.forward, conv.ins, [act.outs[0]],
+                 dict(conv.attrs, act_type='relu'), op, False, conv.node)
+
+
+def _conv_relu_pool(conv, pool):
+    """``_conv_act`` -> average pooling: ``_conv_act_pool`` (ndarray/nn/fused.py);
+    its second output is the convolution's, for the backward pass."""
+    if conv.name != '_conv_act' or pool.name != 'Pooling':
+        return None
+    size = fusable_pool(pool.attrs)
+    if size is None:
+        return None
+    op = OPS['_conv_act_pool']
+    return _Step(op.name, op.forward, conv.ins, [pool.outs[0], conv.outs[0]],
+                 dict(conv.attrs, pool=size), op, True, conv.node)
+
+
+FUSIONS = (_conv_relu, _conv_relu_pool)
+
+
+def fuse(steps, heads):
+    """Apply :data:`FUSIONS`: a producer and its only reader become one step.
+
+    Only when the producer's output is read by that one step (and is not an
+    output of the graph): imperative code cannot see who reads a result, a
+    graph can.  Each rule returns the fused step, or None.
+    """
+    for rule in FUSIONS:
+        readers = {}
+        for k, st in enumerate(steps):
+            for i in st.ins:
+                readers.setdefault(i, []).append(k)
+        fused, gone = [], set()
+        for k, st in enumerate(steps):
+            if k in gone:
+                continue
+            y = st.outs[0]
+            if not st.multi and y not in heads and len(readers.get(y, ())) == 1:
+                j = readers[y][0]
+                new = rule(st, steps[j]) if len(steps[j].ins) == 1 else None
+                if new is not None:
+                    fused.append(new)
+                    gone.add(j)
+                    continue
+            fused.append(st)
+        steps = fused
+    return steps
+
+
 class Plan:
     """A lowered graph for one set of input shapes: steps over slots.
 
@@ -203,7 +262,7 @@ class Plan:
     """
 
     def __init__(self, cap, n_args, heads, ctx, training):
-        self.steps = cap.steps
+        self.steps = fuse(cap.steps, set(heads))
         self.n_args = n_args
         self.heads = heads
         self.ctx = ctx
@@ -241,9 +300,14 @@ class Plan:
                 producer.setdefault(o, st)
         freeable = set(self.produced) - heads
         self.free = [[] for _ in self.steps]
-        for i in freeable:
-            if i in last:
-                self.free[last[i]].append(i)
+        made_at = {}
+        for k, st in enumerate(self.steps):
+            for o in st.outs:
+                made_at.setdefault(o, k)
+        for i in freeable:               # after the last read (or at once)
+            k = last.get(i, made_at.get(i))
+            if k is not None:
+                self.free[k].append(i)
         # In place: the input is an intermediate that only this step reads,
         # produced by an op that returns fresh memory, and not an output.
         self.inplace = [False] * len(self.steps)
@@ -254,6 +318,7 @@ class Plan:
             p = producer.get(i)
             if (i in freeable and uses.get(i) == 1 and p is not None
                     and p.name in _FRESH and not p.multi
+                    and self.dtypes[i].kind == 'f'
                     and self.dtypes[i] == self.dtypes[st.outs[0]]):
                 self.inplace[k] = True
         self.n_inplace = sum(self.inplace)

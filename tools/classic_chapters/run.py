@@ -82,6 +82,7 @@ CHAPTERS = [
     'chapter_deep-learning-computation/read-write.md',
     'chapter_deep-learning-computation/use-gpu.md',
     'chapter_convolutional-neural-networks/lenet.md',
+    'chapter_computational-performance/hybridize.md',
     'chapter_computational-performance/async-computation.md',
     'chapter_computational-performance/auto-parallelism.md',
     'chapter_computational-performance/multiple-gpus.md',

@@ -18,7 +18,7 @@ class GELU(HybridBlock):
     """
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type='gelu')
+        return F.LeakyReLU(x, act_type='gelu', name='fwd')
 
     def __repr__(self):
         return f'{type(self).__name__}()'

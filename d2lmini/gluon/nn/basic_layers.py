@@ -143,7 +143,7 @@ class Dense(HybridBlock):
         self.weight.shape = (self.weight.shape[0], n)
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        out = F.FullyConnected(x, weight, bias, num_hidden=self._units,
+        out = F.FullyConnected(x, weight, bias, num_hidden=self._units, name='fwd',
                                no_bias=bias is None, flatten=self._flatten)
         if self.act is not None:
             out = self.act(out)
@@ -239,7 +239,8 @@ class BatchNorm(HybridBlock):
         super().cast(dtype)
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
-        return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+        return F.BatchNorm(x, gamma, beta, running_mean, running_var, name='fwd',
+                           **self._kwargs)
 
     def __repr__(self):
         parts = []
@@ -297,8 +298,8 @@ class Dropout(HybridBlock):
         if self._rate == 0:
             return x
         if self._axes:
-            return F.Dropout(x, p=self._rate, axes=self._axes)
-        return F.Dropout(x, p=self._rate)
+            return F.Dropout(x, p=self._rate, axes=self._axes, name='fwd')
+        return F.Dropout(x, p=self._rate, name='fwd')
 
     def __repr__(self):
         return f'{type(self).__name__}(p = {self._rate}, axes={self._axes})'
@@ -332,7 +333,7 @@ class Activation(HybridBlock):
         return self._act_type
 
     def hybrid_forward(self, F, x):
-        return F.Activation(x, act_type=self._act_type)
+        return F.Activation(x, act_type=self._act_type, name='fwd')
 
     def __repr__(self):
         return f'{type(self).__name__}({self._act_type})'
@@ -348,7 +349,7 @@ class LeakyReLU(HybridBlock):
         self._alpha = alpha
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type='leaky', slope=self._alpha)
+        return F.LeakyReLU(x, act_type='leaky', slope=self._alpha, name='fwd')
 
     def __repr__(self):
         return f'{type(self).__name__}({self._alpha})'
@@ -365,7 +366,7 @@ class PReLU(HybridBlock):
                                          init=alpha_initializer)
 
     def hybrid_forward(self, F, x, alpha):
-        return F.LeakyReLU(x, alpha, act_type='prelu')
+        return F.LeakyReLU(x, alpha, act_type='prelu', name='fwd')
 
 
 class ELU(HybridBlock):
@@ -376,14 +377,14 @@ class ELU(HybridBlock):
         self._alpha = alpha
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type='elu', slope=self._alpha)
+        return F.LeakyReLU(x, act_type='elu', slope=self._alpha, name='fwd')
 
 
 class SELU(HybridBlock):
     """Scaled ELU with the self-normalizing constants."""
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type='selu')
+        return F.LeakyReLU(x, act_type='selu', name='fwd')
 
 
 class Swish(HybridBlock):

@@ -114,12 +114,13 @@ class _Conv(HybridBlock):
 
     def hybrid_forward(self, F, x, weight, bias=None):
         if self._fused_act:
-            return F._conv_act(x, weight, bias, act_type='relu', **self._kwargs)
+            return F._conv_act(x, weight, bias, act_type='relu', name='fwd',
+                              **self._kwargs)
         op = getattr(F, self._op_name)
         if bias is None:
-            out = op(x, weight, **self._kwargs)
+            out = op(x, weight, name='fwd', **self._kwargs)
         else:
-            out = op(x, weight, bias, **self._kwargs)
+            out = op(x, weight, bias, name='fwd', **self._kwargs)
         if self.act is not None:
             out = self.act(out)
         return out
@@ -297,7 +298,7 @@ class _Pooling(HybridBlock):
         return 'pool'
 
     def hybrid_forward(self, F, x):
-        return F.Pooling(x, **self._kwargs)
+        return F.Pooling(x, name='fwd', **self._kwargs)
 
     def __repr__(self):
         kw = self._kwargs

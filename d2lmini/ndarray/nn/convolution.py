@@ -131,7 +131,7 @@ def _windows(x, g):
 _BAND = 4 << 20           # bytes of cols per GEMM: a few MB stay in the CPU cache
 
 
-def _bands(g, dtype, xp, f=0):
+def _bands(g, dtype, xp, f=0, align=1):
     """Bands ``(r0, r1)`` of output rows whose ``cols`` (and ``f`` rows of
     output) take about _BAND bytes.
 
@@ -139,11 +139,13 @@ def _bands(g, dtype, xp, f=0):
     made all at once it streams through main memory three times (written by
     im2col, read by the GEMM, read again by col2im).  Built and consumed one
     band at a time it stays in the cache: 20% faster on a 2-core CPU, and the
-    memory stays bounded for large images.  Each band is still ONE GEMM over
+    memory stays bounded for large images.  ``align``: bands start on
+    multiples of it (a fused pooling's window height).  Each band is still ONE GEMM over
     the whole batch; a small problem is a single band; a GPU takes one band.
     """
     per_row = (g.C * g.KH * g.KW + f) * g.OW * g.N * np.dtype(dtype).itemsize
     step = g.OH if xp is not np else max(1, _BAND // per_row)
+    step = max(align, step // align * align)       # whole pooling windows
     return [(r, min(r + step, g.OH)) for r in range(0, g.OH, step)]
 
 
@@ -190,10 +192,15 @@ def _gemm_rows(f, k, groups, xp):
     return -(-f // 8) * 8
 
 
-def _conv_forward(x, w, b, g, groups, act=None):
+def _conv_forward(x, w, b, g, groups, act=None, pool=None):
     """The convolution (plus bias, plus ``act`` = 'relu' if given), returned
     as an (N, F, OH, OW) view of an (F, OH, OW, N) array: the GEMM's layout,
-    kept as it is (see :func:`_chwn`)."""
+    kept as it is (see :func:`_chwn`).
+
+    ``pool = (kh, kw)``: also the average pooling of the result with that
+    window and stride, computed band by band while each band is in the
+    cache (the fused ``_conv_act_pool`` of a graph); returns ``(y, pooled)``.
+    """
     xp = _xp(x)
     f = w.shape[0]
     w2 = w.reshape(f, -1)
@@ -208,7 +215,11 @@ def _conv_forward(x, w, b, g, groups, act=None):
     ypad = xp.empty((fp, g.OH, g.OW, g.N), x.dtype)
     y = ypad[:f]                                   # C-contiguous either way
     bias = None if b is None else b.reshape(f, 1)
-    for rows in _bands(g, x.dtype, xp, fp):
+    if pool is not None:
+        kh, kw = pool
+        pw = g.OW // kw
+        pt = xp.empty((f, g.OH // kh, pw, g.N), x.dtype)
+    for rows in _bands(g, x.dtype, xp, fp, align=1 if pool is None else pool[0]):
         cols = _im2col(win, rows, g)
         _matmul(xp, wg, _grouped(cols, groups), _grouped(_band(ypad, rows), groups))
         yb = _band(y, rows)                        # still in the cache:
@@ -216,29 +227,55 @@ def _conv_forward(x, w, b, g, groups, act=None):
             yb += bias
         if act == 'relu':
             xp.maximum(yb, 0, out=yb)
-    return y.transpose(3, 0, 1, 2)
+        if pool is not None:                       # ... and pool it, as Pooling
+            q0, q1 = rows[0] // kh, rows[1] // kh  # does: taps in order, then /
+            if q1 > q0:
+                blk = y[:, q0 * kh:q1 * kh]
+                out = pt[:, q0:q1]
+                out[...] = blk[:, 0::kh, 0:pw * kw:kw]
+                for i in range(kh):
+                    for j in range(kw):
+                        if i or j:
+                            out += blk[:, i::kh, j:pw * kw:kw]
+                out /= float(kh * kw)
+    yv = y.transpose(3, 0, 1, 2)
+    if pool is not None:
+        return yv, pt.transpose(3, 0, 1, 2)
+    return yv
 
 
-def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
+def _conv_grads(dy, g, groups, w=None, x=None, wshape=None, dy_bands=None):
     """``dx`` (if ``w`` is given) and ``dW`` (if ``x`` is given) of a
     convolution, in one pass over the bands of output rows: each band's cols
     and dcols are used while they are in the cache.  ``dx`` is col2im of
     ``W.T @ dY``; ``dW = dY @ cols.T``.  ``dY`` is used in place if it is
     stored as (F, OH, OW, N) (it is when it comes from the layers above),
     and ``dx`` comes back stored like ``x``.
+
+    ``dy_bands = (f, dtype, align, band(rows))`` instead of ``dy``: each
+    band of ``dY``, ``(f, rows * OW * N)``, is made when it is needed (a
+    fused op computes it from the layer above's gradient), so the whole
+    ``dY`` never exists; bands start on multiples of ``align``.
     """
-    xp = _xp(dy)
-    f = dy.shape[1]
-    dyt = _chwn(dy)
-    if dyt is None:
-        dyt = _ws(xp, 'dy', (f, g.OH, g.OW, g.N), dy.dtype)
-        _transpose_into(dy.reshape(g.N, -1), dyt.reshape(-1, g.N))
+    if dy_bands is None:
+        xp = _xp(dy)
+        f, dtype, align = dy.shape[1], dy.dtype, 1
+        dyt = _chwn(dy)
+        if dyt is None:
+            dyt = _ws(xp, 'dy', (f, g.OH, g.OW, g.N), dy.dtype)
+            _transpose_into(dy.reshape(g.N, -1), dyt.reshape(-1, g.N))
+
+        def band_of(rows):
+            return _band(dyt, rows)
+    else:
+        f, dtype, align, band_of = dy_bands
+        xp = _xp(x if x is not None else w)
     dx = dw = None
     if x is not None:
         win = _windows(x, g)                         # recomputed, as MXNet does
         # dW.T = cols @ dY.T: this orientation of the GEMM is ~15% faster
         # with OpenBLAS than dY @ cols.T, and dW is small to transpose back.
-        dwt = xp.empty((groups, g.C * g.KH * g.KW // groups, f // groups), dy.dtype)
+        dwt = xp.empty((groups, g.C * g.KH * g.KW // groups, f // groups), dtype)
         part = xp.empty_like(dwt)
     # dx is stored like x (a gradient takes its variable's layout): CHWN
     # inside a CNN, NCHW for a network's input.  Unknown x: CHWN.
@@ -246,11 +283,11 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
     if w is not None:
         wt = _grouped(w.reshape(f, -1), groups).transpose(0, 2, 1)
         shape = (g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N)
-        dxc = xp.empty(shape, dy.dtype) if as_chwn and not (g.ph or g.pw) else \
-            _ws(xp, 'dchwn', shape, dy.dtype)        # else the result itself
+        dxc = xp.empty(shape, dtype) if as_chwn and not (g.ph or g.pw) else \
+            _ws(xp, 'dchwn', shape, dtype)           # else the result itself
         dxc.fill(0)
-    for k, rows in enumerate(_bands(g, dy.dtype, xp)):
-        dy_band = _grouped(_band(dyt, rows), groups)
+    for k, rows in enumerate(_bands(g, dtype, xp, align=align)):
+        dy_band = _grouped(band_of(rows), groups)
         if x is not None:                            # dW = sum over bands
             cols = _grouped(_im2col(win, rows, g), groups)
             _matmul(xp, cols, dy_band.transpose(0, 2, 1), part if k else dwt)
@@ -258,7 +295,7 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None):
                 dwt += part
         if w is not None:                            # (reuses the cols buffer)
             dcols = _ws(xp, 'cols', (g.C * g.KH * g.KW, dy_band.shape[2]),
-                        dy.dtype)
+                        dtype)
             _matmul(xp, wt, dy_band, _grouped(dcols, groups))
             _col2im(dcols, rows, dxc, g)
     if w is not None:
@@ -504,7 +541,7 @@ def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None,
 
 def _conv_act(data, weight, bias=None, act_type='relu', kernel=None, stride=None,
               dilate=None, pad=None, num_filter=None, num_group=1, no_bias=False,
-              layout=None):
+              layout=None, name=None):
     """``Activation(Convolution(...), act_type)`` as one fused op (2-D; relu):
     what gluon's ``Conv2D(activation='relu')`` runs."""
     return _convolution('_conv_act', data, weight, bias, kernel, stride, dilate,
