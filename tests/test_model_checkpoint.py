@@ -132,3 +132,21 @@ def test_fit_with_do_checkpoint_and_speedometer(tmp_path, caplog):
         for k, v in seen[epoch].items():
             np.testing.assert_array_equal(arg[k].asnumpy(), v)
     assert 'Speed:' in caplog.text and 'samples/sec' in caplog.text
+
+
+def test_module_loads_what_hybridize_export_wrote(tmp_path):
+    """HybridBlock.export writes the checkpoint format: a Module runs it."""
+    from d2lmini.gluon import nn
+    net = nn.HybridSequential()
+    net.add(nn.Dense(8, activation='relu'), nn.BatchNorm(), nn.Dense(3))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    X = nd.array(np.random.RandomState(0).randn(6, 4).astype(np.float32))
+    want = net(X).asnumpy()
+    prefix = str(tmp_path / 'gluon')
+    net.export(prefix)
+    mod = mx.mod.Module.load(prefix, 0, label_names=None)
+    assert mod._aux_params and all(k.endswith(('_mean', '_var')) for k in mod._aux_params)
+    mod.bind(data_shapes=[('data', (6, 4))], for_training=False)
+    mod.forward(mx.io.DataBatch([X]))
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), want, rtol=1e-5, atol=1e-6)

@@ -85,6 +85,21 @@ def test_softmax_classifier_learns_and_predicts_like_numpy():
                                rtol=1e-4, atol=1e-5)
 
 
+def test_inputs_are_bound_with_the_iterators_dtypes():
+    """int32 labels (as ``nd.array(y, dtype='int32')`` gives) keep their
+    dtype and leave the float32 parameters alone."""
+    X, y = _blobs(60)
+    it = mx.io.NDArrayIter(X, nd.array(y, dtype='int32'), batch_size=20)
+    assert it.provide_label[0].dtype == np.int32
+    mod = mx.mod.Module(_mlp())
+    mod.fit(it, num_epoch=5, optimizer_params={'learning_rate': 0.1},
+            initializer=mx.init.Xavier())
+    ex = mod._exec_group.execs[0]
+    assert ex.arg_dict['softmax_label'].dtype == np.int32
+    assert ex.arg_dict['data'].dtype == ex.arg_dict['fc1_weight'].dtype == np.float32
+    assert mod.score(it, 'acc')[0][1] > 0.9
+
+
 def test_one_sgd_step_matches_hand_written_gradients():
     """SoftmaxOutput's gradient is p - onehot(y); Module divides it by the
     batch size (rescale_grad) before the SGD step."""
@@ -321,6 +336,15 @@ def test_update_before_init_optimizer_is_an_error():
     mod.init_params()
     with pytest.raises(RuntimeError, match='init_optimizer'):
         mod.update()
+    infer = mx.mod.Module(_mlp())
+    infer.bind(data_shapes=[('data', (4, 2))], for_training=False)
+    infer.init_params()
+    infer.init_optimizer()
+    infer.forward(mx.io.DataBatch([nd.ones((4, 2))]))
+    with pytest.raises(RuntimeError, match='for_training=False'):
+        infer.backward()
+    with pytest.raises(RuntimeError, match='for_training=False'):
+        infer.update()
     with pytest.raises(ValueError, match='num_epoch'):
         mod.fit(mx.io.NDArrayIter(np.zeros((4, 2)), np.zeros(4), batch_size=4))
 
@@ -376,3 +400,28 @@ def test_variable_lr_mult_and_init_attributes_are_honoured():
     after = _np_params(mod)
     np.testing.assert_array_equal(after['fc1_weight'], before['fc1_weight'])
     assert not np.allclose(after['fc2_weight'], before['fc2_weight'])
+
+
+# == several processes =================================================================
+def test_dist_sync_workers_equal_one_process_on_the_joined_batches():
+    """Two workers, each fitting on its half of every batch through a
+    dist_sync store (rescale_grad 1/(10*2), updates on the server), end with
+    the parameters one process gets from the whole batches."""
+    import json
+    import sys
+
+    import dist_job
+    sys.path.insert(0, dist_job.SCRIPTS)
+    import module_fit
+
+    procs = dist_job.run('module_fit.py', 2, 1, args=('dist_sync', 2), timeout=90)
+    assert all(p.rc == 0 for p in procs), dist_job.report(procs)
+    _, _, want = module_fit.fit('none', 2)
+    results = [json.loads(p.lines[-1]) for p in procs if p.name.startswith('worker')]
+    assert sorted(r['rank'] for r in results) == [0, 1]
+    for r in results:
+        assert r['update_on_kvstore'] and r['rescale_grad'] == 1 / 20
+        assert sorted(r['params']) == sorted(want)
+        for k in want:
+            np.testing.assert_allclose(r['params'][k], want[k], rtol=1e-5, atol=1e-6,
+                                       err_msg=k)

@@ -221,11 +221,9 @@ class DataParallelExecutorGroup:
                 f'data and label shapes {shapes}: give those variables a shape '
                 f"(mx.sym.var(name, shape=...)), or make them inputs (data_names / "
                 f'label_names) and bind with their shapes')
-        types = {d.name: d.dtype for d in data_shapes + label_shapes
-                 if np.dtype(d.dtype) != np.float32}
-        kwargs = {'type_dict': types} if types else {}
+        types = {d.name: np.dtype(d.dtype) for d in data_shapes + label_shapes}
         return self.symbol.simple_bind(ctx=self.contexts[k], grad_req=self.grad_req,
-                                       **kwargs, **shapes)
+                                       type_dict=types, **shapes)
 
     def _reshape_ith_exec(self, k, descs):
         shapes = {d.name: d.shape for d in descs}

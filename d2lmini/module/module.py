@@ -468,10 +468,12 @@ class Module(BaseModule):
         if kvstore:
             if self._compression_params:
                 kvstore.set_gradient_compression(self._compression_params)
-            if update_on_kvstore:
-                kvstore.set_optimizer(self._optimizer)
+            # the keys first (MXNet sets the optimizer first): a dist store
+            # tells its servers the key type (names) with the optimizer
             _initialize_kvstore(kvstore, self._exec_group.param_arrays, self._arg_params,
                                 self._param_names, update_on_kvstore)
+            if update_on_kvstore:
+                kvstore.set_optimizer(self._optimizer)
         if not update_on_kvstore:
             self._updater = opt.get_updater(optimizer)
         self.optimizer_initialized = True
@@ -576,6 +578,9 @@ class Module(BaseModule):
         self._need('update')
         if not self.optimizer_initialized:
             raise RuntimeError('update: call init_optimizer() first (or fit())')
+        if not self.for_training:
+            raise RuntimeError('update: the module is bound with for_training=False; '
+                               'bind(..., for_training=True, force_rebind=True) to train')
         self._params_dirty = True
         group = self._exec_group
         if self._update_on_kvstore:
