@@ -11,6 +11,7 @@ layers itself and draws it with matplotlib (and returns the figure).
 Both work from one description of the graph (:func:`_describe`): which nodes
 are shown, what each box says, its colour, and the shape on each arrow.
 """
+import io
 import math
 import shutil
 import warnings
@@ -290,8 +291,10 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
 
     Returns
     -------
-    graphviz.Digraph, or matplotlib.figure.Figure when Graphviz is absent.
-    In the figure every box is a patch whose gid is its node's name.
+    graphviz.Digraph, or a matplotlib Figure when Graphviz is absent (a
+    notebook shows either when it is a cell's value; ``fig.savefig(...)``
+    writes the figure).  In the figure every box is a patch whose gid is
+    its node's name.
 
     Examples
     --------
@@ -319,9 +322,28 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
     return _draw(boxes, edges, title, float(attrs['width']), float(attrs['height']))
 
 
+_FIGURE = []
+
+
+def _network_figure():
+    """A matplotlib Figure class that a notebook shows when it is a cell's
+    value, as it shows Graphviz's Digraph.  It is not one of pyplot's
+    figures, so nothing stays open in a script and a notebook does not
+    show it a second time at the end of the cell."""
+    if not _FIGURE:
+        from matplotlib.figure import Figure
+
+        class NetworkFigure(Figure):
+            def _repr_svg_(self):
+                buf = io.StringIO()
+                self.savefig(buf, format='svg', bbox_inches='tight')
+                return buf.getvalue()
+        _FIGURE.append(NetworkFigure)
+    return _FIGURE[0]
+
+
 def _draw(boxes, edges, title, width, height):
     """A layered drawing with matplotlib: depth upwards, layers side by side."""
-    import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch
 
     layers = {}
@@ -333,7 +355,8 @@ def _draw(boxes, edges, title, width, height):
     gap_x, gap_y = width * 0.35, height * 0.9
     fig_w = max(3.0, widest * (width + gap_x) + gap_x)
     fig_h = max(2.0, len(depths) * (height + gap_y) + gap_y)
-    fig, ax = plt.subplots(figsize=(fig_w, fig_h))
+    fig = _network_figure()(figsize=(fig_w, fig_h))
+    ax = fig.add_subplot()
     pos = {}
     for d, row in layers.items():
         n = len(row)

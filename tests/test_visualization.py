@@ -131,7 +131,11 @@ def test_bad_input_is_explained():
 
 def test_plot_draws_one_box_per_non_weight_node():
     sym = lenet_sym()
+    open_before = plt.get_fignums()
     fig = viz.plot_network(sym, shape=SHAPE, title='lenet')
+    # not left open in pyplot (nor shown twice); a notebook shows it as SVG
+    assert plt.get_fignums() == open_before
+    assert fig._repr_svg_().lstrip().startswith('<?xml')
     try:
         boxes = [p.get_gid() for p in fig.axes[0].patches if p.get_gid()]
         ops = [n.name for n in sym._nodes() if not n.is_variable]
