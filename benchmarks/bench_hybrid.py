@@ -69,7 +69,7 @@ def mlp_sym(hidden=(256, 128), out=2):
     return mx.sym.FullyConnected(h, num_hidden=out, name=f'fc{len(hidden) + 1}')
 
 
-def mlp_closures(in_dim=512, hidden=(256, 128), out=2, calls=CALLS):
+def mlp_closures(in_dim=512, hidden=(256, 128), out=2, calls=1000):
     """Three functions, each applying the MLP ``calls`` times to one input:
     imperative, hybridized, and a symbolic executor with the imperative
     network's weights.  Also returns their last outputs, for a check."""
@@ -173,7 +173,7 @@ def lenet_closures(X_np, y_np, lr=0.1):
     return fns
 
 
-def fit_closures(X_np, y_np, batch=BATCH, lr=0.1):
+def fit_closures(X_np, y_np, batch=256, lr=0.1):
     """One epoch over the same NDArrayIter: ``Module.fit`` on the symbolic
     LeNet, and the Gluon loop doing the same work (imperative net, loss,
     backward, Trainer.step, accuracy)."""
@@ -235,16 +235,16 @@ def run(rounds=5):
                      'reference': round(ref, 1), 'ratio': round(ours / ref, 3),
                      'unit': f'{unit} (ratio = speed-up; {target})'})
 
-    imp, hyb, sym, last = mlp_closures()
+    imp, hyb, sym, last = mlp_closures(calls=CALLS)
     t_imp, t_hyb, t_sym = best_alternating([imp, hyb, sym], rounds=rounds)
     assert np.allclose(last['hybridized'].asnumpy(), last['imperative'].asnumpy(),
                        rtol=1e-5, atol=1e-6)
     assert np.allclose(last['symbolic'].asnumpy(), last['imperative'].asnumpy(),
                        rtol=1e-5, atol=1e-6)
     unit = 'calls/s (ref: imperative Gluon)'
-    row('MLP 512-256-128-2 x1000 on (1, 512): hybridized', t_hyb, t_imp, CALLS,
+    row(f'MLP 512-256-128-2 x{CALLS} on (1, 512): hybridized', t_hyb, t_imp, CALLS,
         unit, 'target >= 2')
-    row('MLP 512-256-128-2 x1000 on (1, 512): sym + simple_bind executor', t_sym,
+    row(f'MLP 512-256-128-2 x{CALLS} on (1, 512): sym + simple_bind executor', t_sym,
         t_imp, CALLS, unit, 'no target')
 
     X, y = data(BATCH)
@@ -260,7 +260,7 @@ def run(rounds=5):
         'no target')
 
     X, y = data(BATCH * FIT_BATCHES, seed=1)
-    module_epoch, gluon_epoch = fit_closures(X, y)
+    module_epoch, gluon_epoch = fit_closures(X, y, batch=BATCH)
     t_mod, t_glu = best_alternating([module_epoch, gluon_epoch], rounds=rounds)
     row(f'LeNet Module.fit, {FIT_BATCHES} batches of {BATCH}', t_mod, t_glu,
         len(X), 'images/s (ref: imperative Gluon loop, same iterator, same work)',

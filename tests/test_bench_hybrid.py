@@ -74,7 +74,7 @@ def test_run_rows_have_the_runner_columns(monkeypatch):
     monkeypatch.setattr(bench_hybrid, 'FIT_BATCHES', 2)
     rows = bench_hybrid.run(rounds=1)
     assert [r['name'].split(':')[0].split(',')[0] for r in rows] == [
-        'MLP 512-256-128-2 x1000 on (1', 'MLP 512-256-128-2 x1000 on (1',
+        'MLP 512-256-128-2 x2 on (1', 'MLP 512-256-128-2 x2 on (1',
         'LeNet train step', 'LeNet inference', 'LeNet Module.fit']
     for r in rows:
         assert r['bench'] == 'hybrid'
