@@ -229,7 +229,7 @@ def print_summary(symbol, shape=None, line_length=120, positions=(.44, .64, .74,
         line = ''
         for field, end in zip(fields, positions):
             line += str(field)
-            line = line[:end]
+            line = line[:end - 1] + ' '       # a full column still ends in a space
             line += ' ' * (end - len(line))
         print(line.rstrip())
 
