@@ -45,8 +45,8 @@ class random:                       # mx.random.seed(...), as in MXNet
 _LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
          'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
          'runtime', 'collectives', 'pipeline', 'sym', 'symbol', 'executor',
-         'io', 'callback', 'mod', 'module', 'model')
-_ALIAS = {'kv': 'kvstore', 'sym': 'symbol', 'mod': 'module'}
+         'io', 'callback', 'mod', 'module', 'model', 'viz', 'visualization')
+_ALIAS = {'kv': 'kvstore', 'sym': 'symbol', 'mod': 'module', 'viz': 'visualization'}
 
 
 def __getattr__(name):
