@@ -34,7 +34,7 @@ def test_mlp_sym_is_the_gluon_mlp():
 
 
 def test_lenet_imperative_and_hybridized_steps_agree():
-    X, y = bench_hybrid.data(8)
+    X, y = bench_hybrid.data(8, real=False)
     fns = bench_hybrid.lenet_closures(X, y)
     (step_i, infer_i), (step_h, infer_h) = fns['imperative'], fns['hybridized']
     np.testing.assert_allclose(infer_h().asnumpy(), infer_i().asnumpy(),
@@ -46,7 +46,7 @@ def test_lenet_imperative_and_hybridized_steps_agree():
 
 
 def test_module_fit_and_gluon_epoch_run_the_same_batches():
-    X, y = bench_hybrid.data(12, seed=1)
+    X, y = bench_hybrid.data(12, seed=1, real=False)
     module_epoch, gluon_epoch = bench_hybrid.fit_closures(X, y, batch=4)
     mod = module_epoch()
     mod = module_epoch()                    # a second call reuses the bound module

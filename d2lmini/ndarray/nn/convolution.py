@@ -149,13 +149,19 @@ def _bands(g, dtype, xp, f=0, align=1):
     return [(r, min(r + step, g.OH)) for r in range(0, g.OH, step)]
 
 
-def _im2col(win, rows, g):
+def _im2col(win, rows, g, ones=False):
     """``cols`` for output rows ``rows``: ``(C*KH*KW, rows*OW*N)``, a scratch
-    buffer; for stride 1 the copy moves runs of OW*N contiguous numbers."""
+    buffer; for stride 1 the copy moves runs of OW*N contiguous numbers.
+    ``ones``: one more row of ones, so that the weight gradient's GEMM also
+    sums ``dY`` over the pixels: the bias gradient, for free."""
     r0, r1 = rows
-    cols = _ws(_xp(win), 'cols', (g.C, g.KH, g.KW, r1 - r0, g.OW, g.N), win.dtype)
-    cols[...] = win[:, :, :, r0:r1]
-    return cols.reshape(g.C * g.KH * g.KW, -1)
+    k, m = g.C * g.KH * g.KW, (r1 - r0) * g.OW * g.N
+    buf = _ws(_xp(win), 'cols', ((k + ones) * m,), win.dtype)
+    buf[:k * m].reshape(g.C, g.KH, g.KW, r1 - r0, g.OW, g.N)[...] = \
+        win[:, :, :, r0:r1]
+    if ones:
+        buf[k * m:] = 1
+    return buf.reshape(k + ones, m)
 
 
 def _col2im(cols, rows, dxc, g):
@@ -232,11 +238,14 @@ def _conv_forward(x, w, b, g, groups, act=None, pool=None):
             if q1 > q0:
                 blk = y[:, q0 * kh:q1 * kh]
                 out = pt[:, q0:q1]
-                out[...] = blk[:, 0::kh, 0:pw * kw:kw]
-                for i in range(kh):
-                    for j in range(kw):
-                        if i or j:
-                            out += blk[:, i::kh, j:pw * kw:kw]
+                taps = [blk[:, i::kh, j:pw * kw:kw] for i in range(kh)
+                        for j in range(kw)]
+                if len(taps) > 1:                  # ((t0 + t1) + t2) + ...
+                    xp.add(taps[0], taps[1], out=out)
+                else:
+                    out[...] = taps[0]
+                for t in taps[2:]:
+                    out += t
                 out /= float(kh * kw)
     yv = y.transpose(3, 0, 1, 2)
     if pool is not None:
@@ -244,7 +253,8 @@ def _conv_forward(x, w, b, g, groups, act=None, pool=None):
     return yv
 
 
-def _conv_grads(dy, g, groups, w=None, x=None, wshape=None, dy_bands=None):
+def _conv_grads(dy, g, groups, w=None, x=None, wshape=None, dy_bands=None,
+                bias=False):
     """``dx`` (if ``w`` is given) and ``dW`` (if ``x`` is given) of a
     convolution, in one pass over the bands of output rows: each band's cols
     and dcols are used while they are in the cache.  ``dx`` is col2im of
@@ -255,7 +265,9 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None, dy_bands=None):
     ``dy_bands = (f, dtype, align, band(rows))`` instead of ``dy``: each
     band of ``dY``, ``(f, rows * OW * N)``, is made when it is needed (a
     fused op computes it from the layer above's gradient), so the whole
-    ``dY`` never exists; bands start on multiples of ``align``.
+    ``dY`` never exists; bands start on multiples of ``align``.  ``bias``
+    (with ``x``, one group): also the bias gradient, from a row of ones
+    appended to ``cols``; then returns ``(dx, dW, db)``.
     """
     if dy_bands is None:
         xp = _xp(dy)
@@ -275,7 +287,9 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None, dy_bands=None):
         win = _windows(x, g)                         # recomputed, as MXNet does
         # dW.T = cols @ dY.T: this orientation of the GEMM is ~15% faster
         # with OpenBLAS than dY @ cols.T, and dW is small to transpose back.
-        dwt = xp.empty((groups, g.C * g.KH * g.KW // groups, f // groups), dtype)
+        bias = bias and groups == 1
+        dwt = xp.empty((groups, g.C * g.KH * g.KW // groups + bias, f // groups),
+                       dtype)
         part = xp.empty_like(dwt)
     # dx is stored like x (a gradient takes its variable's layout): CHWN
     # inside a CNN, NCHW for a network's input.  Unknown x: CHWN.
@@ -289,7 +303,7 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None, dy_bands=None):
     for k, rows in enumerate(_bands(g, dtype, xp, align=align)):
         dy_band = _grouped(band_of(rows), groups)
         if x is not None:                            # dW = sum over bands
-            cols = _grouped(_im2col(win, rows, g), groups)
+            cols = _grouped(_im2col(win, rows, g, ones=bias), groups)
             _matmul(xp, cols, dy_band.transpose(0, 2, 1), part if k else dwt)
             if k:
                 dwt += part
@@ -307,7 +321,12 @@ def _conv_grads(dy, g, groups, w=None, x=None, wshape=None, dy_bands=None):
         if not as_chwn:
             dx = _copyto(xp.empty(dx.shape, dx.dtype), dx)
     if x is not None:
+        if bias:
+            db = dwt[0, -1].copy()
+            dwt = dwt[:, :-1]
         dw = xp.ascontiguousarray(dwt.transpose(0, 2, 1)).reshape(wshape)
+        if bias:
+            return dx, dw, db
     return dx, dw
 
 

@@ -94,7 +94,8 @@ class ConvActAvgPool(Op):
 def _dz_bands(gp, y, pool, db):
     """``band(rows, out=None)``: rows ``r0:r1`` of ``dy = upsample(gp) / (k*k)
     * (y > 0)`` as ``(F, rows * OW * N)``, each band's sum added to ``db``
-    (the bias gradient).  Rows start on multiples of the pool height."""
+    (the bias gradient) unless it is None.  Rows start on multiples of the
+    pool height."""
     xp = _xp(y)
     kh, kw = pool
     n, f, oh, ow = y.shape
@@ -124,7 +125,8 @@ def _dz_bands(gp, y, pool, db):
         if r1 > rv:
             out[:, max(rv, r0) - r0:] = 0
         xp.multiply(out, yt[:, r0:r1] > 0, out=out)
-        xp.add(db, out.reshape(f, -1).sum(axis=1), out=db)
+        if db is not None:
+            xp.add(db, out.reshape(f, -1).sum(axis=1), out=db)
         return out.reshape(f, -1)
     return band
 
@@ -173,11 +175,13 @@ class _ConvActPoolGrads(Op):
                        conv.get('pad', (0, 0)), conv.get('num_group', 1))
         xp = _xp(y)
         f = y.shape[1]
-        db = xp.zeros(f, y.dtype)
+        groups = conv.get('num_group', 1)
+        # one group: the weight GEMM sums dy for the bias (a row of ones)
+        db = None if groups == 1 else xp.zeros(f, y.dtype)
         bands = (f, y.dtype, pool[0], _dz_bands(gp, y, pool, db))
-        dx, dw = _conv_grads(None, g, conv.get('num_group', 1), w=w, x=x,
-                             wshape=tuple(wshape), dy_bands=bands)
-        return dx, dw, db
+        res = _conv_grads(None, g, groups, w=w, x=x, wshape=tuple(wshape),
+                          dy_bands=bands, bias=db is None)
+        return res if db is None else res + (db,)
 
 
 _CONV_KEYS = ('kernel', 'stride', 'dilate', 'pad', 'num_group')
