@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 import d2lmini as mx                                    # noqa: E402
-from d2lmini import autograd, gluon, nd, init           # noqa: E402
+from d2lmini import autograd, gluon, nd, init, d2l      # noqa: E402
 from d2lmini.gluon import nn                            # noqa: E402
 
 BATCH = 256
@@ -108,13 +108,7 @@ def mlp_closures(in_dim=512, hidden=(256, 128), out=2, calls=1000):
 def lenet(hybrid):
     """The multi-GPU chapter's LeNet as a HybridSequential, with its loss."""
     mx.random.seed(0)
-    net = nn.HybridSequential()
-    net.add(nn.Conv2D(channels=20, kernel_size=3, activation='relu'),
-            nn.AvgPool2D(pool_size=2, strides=2),
-            nn.Conv2D(channels=50, kernel_size=5, activation='relu'),
-            nn.AvgPool2D(pool_size=2, strides=2),
-            nn.Dense(128, activation='relu'),
-            nn.Dense(10))
+    net = d2l.lenet_multigpu(hybrid=True)
     net.initialize(init.Normal(0.01))
     loss = gluon.loss.SoftmaxCrossEntropyLoss()
     if hybrid:
@@ -233,7 +227,6 @@ def data(n, seed=0, real=True):
     """
     if real:
         try:
-            from d2lmini import d2l
             mx.random.seed(seed)
             train_iter, _ = d2l.load_data_fashion_mnist(BATCH)
             xs, ys, got = [], [], 0

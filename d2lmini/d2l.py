@@ -823,10 +823,11 @@ def lenet(X, params):
     return y_hat
 
 
-def lenet_multigpu():
-    """The multi-GPU chapter's LeNet as a Gluon network (same layers)."""
+def lenet_multigpu(hybrid=False):
+    """The multi-GPU chapter's LeNet as a Gluon network (same layers);
+    ``hybrid=True``: a HybridSequential, which ``hybridize()`` traces whole."""
     from .gluon import nn
-    net = nn.Sequential()
+    net = nn.HybridSequential() if hybrid else nn.Sequential()
     net.add(nn.Conv2D(channels=20, kernel_size=3, activation='relu'),
             nn.AvgPool2D(pool_size=2, strides=2),
             nn.Conv2D(channels=50, kernel_size=5, activation='relu'),

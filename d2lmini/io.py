@@ -474,7 +474,24 @@ class CSVIter(DataIter):
 
 # ----------------------------------------------------------------- ResizeIter
 
-class ResizeIter(DataIter):
+class _WrapsBatches(DataIter):
+    """An iterator whose batches come whole from another: the parts of the
+    current batch are those of ``self.current_batch``."""
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_WrapsBatches):
     """``size`` batches per epoch from ``data_iter``, restarting it when it
     runs out early and stopping it early when it has more.
 
@@ -514,18 +531,6 @@ class ResizeIter(DataIter):
             self.current_batch = self.data_iter.next()
         self.cur += 1
         return True
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
 
 
 # ------------------------------------------------------------ PrefetchingIter
@@ -608,7 +613,7 @@ def _next_or_none(it):
         return None
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_WrapsBatches):
     """Reads the next batch of one or more iterators on a background thread
     while the caller works on the current one, and joins their batches
     (data of the first iterator, then of the second...).
@@ -706,14 +711,3 @@ class PrefetchingIter(DataIter):
             raise StopIteration
         return self.current_batch
 
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
