@@ -291,3 +291,23 @@ def test_legacy_prefixed_file_honours_dtype_source(tmp_path):
     assert half[0].weight.data().dtype is np.float32
     np.testing.assert_array_equal(half[0].weight.data().asnumpy(),
                                   net[0].weight.data().asnumpy())
+
+
+def test_save_params_uses_full_names_a_symbol_block_reads(tmp_path):
+    import d2lmini as mx
+    from d2lmini import gluon
+    net = nn.HybridSequential(prefix='')
+    with net.name_scope():
+        net.add(nn.Conv2D(4, (3, 3)), nn.Dense(5))
+    net.initialize()
+    x = nd.ones((1, 1, 8, 8))
+    want = net(x).asnumpy()
+    f = str(tmp_path / 'legacy.params')
+    with pytest.warns(DeprecationWarning):
+        net.save_params(f)
+    assert sorted(nd.load(f)) == sorted(p.name for p in net.collect_params().values())
+    block = gluon.nn.SymbolBlock(outputs=net(mx.sym.var('data')),
+                                 inputs=mx.sym.var('data'))
+    with pytest.warns(DeprecationWarning):
+        block.load_params(f, ctx=mx.cpu())
+    np.testing.assert_allclose(block(x).asnumpy(), want, rtol=1e-6, atol=1e-6)

@@ -428,14 +428,20 @@ class Block:
                      cast_dtype)
 
     def save_params(self, filename):
+        """Deprecated: MXNet's older format, the parameters under their full
+        names less this Block's prefix (``save_parameters`` names them by
+        their place in the tree).  A ``SymbolBlock`` of the same graph reads
+        it back."""
         warnings.warn('save_params is deprecated; use save_parameters',
                       DeprecationWarning, stacklevel=2)
-        self.save_parameters(filename)
+        self.collect_params().save(filename, strip_prefix=self.prefix)
 
     def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        """Deprecated: loads what :meth:`save_params` wrote."""
         warnings.warn('load_params is deprecated; use load_parameters',
                       DeprecationWarning, stacklevel=2)
-        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
+        self.collect_params().load(filename, ctx, allow_missing, ignore_extra,
+                                   restore_prefix=self.prefix)
 
     # --- running -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
