@@ -781,12 +781,10 @@ class SymbolBlock(HybridBlock):
             graph = self.__dict__['_cached_graph']
             return graph.symbol(**dict(zip(graph.input_names, (x,) + args)))
         flat, _ = _cg.flatten((x,) + args)
-        ctx = flat[0]._ctx
         graph = self.__dict__['_cached_graph']
         if any(p._data is None for p in self._reg.values()):
             self._finish_init(graph, flat)
-        out = graph(flat, ctx)
-        return out if graph.single else out
+        return graph(flat, flat[0]._ctx)
 
     def _finish_init(self, graph, flat):
         shapes = dict(zip(graph.input_names, (a.shape for a in flat)))

@@ -262,8 +262,8 @@ def build_report(per_file, statics, args, root, elapsed, mxnet_dir):
              *(['', '**--dense-only: sparse comparisons in compare_optimizer skipped; '
                  'these counts are NOT the measure.**'] if args.dense_only else []),
              '',
-             'In scope = not listed in `scope.py` (out of scope for issue 15: sparse, '
-             'mx.np, contrib, Symbol, ...). "not run" = tests in the file that '
+             'In scope = not listed in `scope.py` (out of scope: sparse storage, '
+             'mx.np, contrib, mx.image, the model zoo, ...). "not run" = tests in the file that '
              'produced no result (collection error, deselected by -k, ...).', '',
              '| file | tests | passed | failed | skipped | not run | in-scope passed '
              '| in-scope failed | out-of-scope passed/failed/skipped |',
