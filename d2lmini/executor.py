@@ -22,7 +22,6 @@ from .context import Context
 from .ndarray import ndarray as _nd
 from .symbol.graph import lower
 from .symbol.infer import propagate
-from .symbol.ops import call_node
 
 __all__ = ['Executor']
 
@@ -93,7 +92,7 @@ class Executor:
         arrays.update(zip(self._aux_names, self.aux_arrays))
         self._input_arrays = [arrays[n.name] for n in self._inputs]
         info, _ = propagate(symbol, {n: a.shape for n, a in arrays.items()},
-                            {n: a.dtype for n, a in arrays.items()}, partial=False,
+                            {n: a.dtype for n, a in arrays.items()},
                             zero_unknown=False)
         self._out_info = [info[(id(n), i)] for n, i in symbol._outputs]
         self._plans = {}
@@ -186,7 +185,7 @@ class Executor:
             plan = self._plans[is_train] = lower(
                 self._symbol._nodes(), self._inputs, self._symbol._outputs,
                 [a.shape for a in self._input_arrays],
-                [a.dtype for a in self._input_arrays], self._ctx, is_train, call_node)
+                [a.dtype for a in self._input_arrays], self._ctx, is_train)
         return plan
 
     def forward(self, is_train=False, **kwargs):

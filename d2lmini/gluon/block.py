@@ -130,21 +130,16 @@ def _input_contexts(args):
 
 
 def _input_format(args, block_name):
-    """MXNet's input format: 0 an NDArray, -1 None, a list for a list."""
-    fmt = []
-    for a in args:
-        if isinstance(a, NDArray):
-            fmt.append(0)
-        elif a is None:
-            fmt.append(-1)
-        elif isinstance(a, (list, tuple)):
-            fmt.append(_input_format(a, block_name))
-        else:
+    """``(flat NDArrays, MXNet's input format)`` of a hybridized call: 0 for
+    an NDArray, -1 for None, a list for a list; anything else is refused."""
+    flat, fmt = _cg.flatten(args)
+    for a in flat:
+        if not isinstance(a, NDArray):
             raise ValueError(
                 f'{block_name}: after hybridize() the inputs of a HybridBlock must '
                 f'be NDArrays, None or (nested) lists of them, but got {a!r} of '
                 f'type {type(a).__name__}')
-    return fmt
+    return flat, fmt
 
 
 def _formats_agree(stored, fmt):
@@ -610,7 +605,7 @@ class HybridBlock(Block):
         if isinstance(x, NDArray) and not args:     # the common case, kept cheap
             ctx, ctxs = x._ctx, (x._ctx,)
         elif _cg.has_symbol((x,) + args):
-            if _cg.has_ndarray((x,) + args):
+            if _cg.holds((x,) + args, NDArray):
                 raise ValueError(
                     f'{type(self).__name__}: the inputs mix Symbols and NDArrays; '
                     f'call a HybridBlock with Symbols only (to build a graph) or '
@@ -656,7 +651,7 @@ class HybridBlock(Block):
                 f'{type(self).__name__}: inputs on several contexts '
                 f'{sorted(map(str, ctxs))}; after hybridize() a HybridBlock takes '
                 f'its inputs on one context')
-        fmt = _input_format(args, type(self).__name__)
+        flat, fmt = _input_format(args, type(self).__name__)
         if self._in_format is None:
             self._in_format = fmt
         elif not _formats_agree(self._in_format, fmt):
@@ -667,7 +662,6 @@ class HybridBlock(Block):
                 f'call hybridize() again to start anew')
         graph = self.__dict__.get('_cached_graph')
         if graph and not kwargs:
-            flat, _ = _cg.flatten(args)
             return graph(flat, ctx)
         # First call (or a Block that cannot be traced): imperatively, which
         # also finishes deferred initialization; then trace the graph.

@@ -17,11 +17,11 @@ from .. import autograd as _ag
 from ..ndarray import NDArray
 from ..symbol import symbol as _sym
 from ..symbol.graph import lower
-from ..symbol.ops import call_node
 
 
-def flatten(args, fmt=None):
-    """Nested lists of NDArrays/None -> (flat list, format to rebuild it)."""
+def flatten(args):
+    """Nested lists of NDArrays/None -> (flat list, format to rebuild it):
+    MXNet's input format, 0 for a value, -1 for None, a list for a list."""
     flat, fmt = [], []
     for a in args:
         if isinstance(a, (list, tuple)):
@@ -106,7 +106,7 @@ class CachedGraph:
             plan = self.plans[key] = lower(
                 self.nodes, self.inputs, self.symbol._outputs,
                 [a._shape for a in arrays], [a._dtype for a in arrays], ctx,
-                training, call_node)
+                training)
         outs = plan.launch(arrays)
         if self.single:
             return outs[0]
@@ -136,24 +136,19 @@ def is_symbol(x):
     return isinstance(x, _sym.Symbol)
 
 
-def has_ndarray(args):
-    """Whether nested lists ``args`` hold an NDArray."""
+def holds(args, cls):
+    """Whether nested lists ``args`` hold an instance of ``cls``."""
     for a in args:
-        if isinstance(a, NDArray):
+        if isinstance(a, cls):
             return True
-        if isinstance(a, (list, tuple)) and has_ndarray(a):
+        if isinstance(a, (list, tuple)) and holds(a, cls):
             return True
     return False
 
 
 def has_symbol(args):
     """Whether nested lists ``args`` hold a Symbol (a symbolic call)."""
-    for a in args:
-        if isinstance(a, _sym.Symbol):
-            return True
-        if isinstance(a, (list, tuple)) and has_symbol(a):
-            return True
-    return False
+    return holds(args, _sym.Symbol)
 
 
 __all__ = ['CachedGraph', 'build', 'flatten', 'regroup', 'NDArray']

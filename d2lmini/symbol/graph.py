@@ -26,11 +26,12 @@ import threading
 import numpy as np
 
 from .. import autograd as _ag
-from .. import backend
 from ..base import MXNetError, as_mxnet_error
 from ..ndarray import ndarray as _nd
 from ..ndarray.nn.fused import fusable_pool
+from ..ndarray.op_utils import _xp
 from ..ndarray.registry import OPS
+from .ops import call_node
 
 __all__ = ['Capture', 'Plan', 'lower']
 
@@ -134,10 +135,6 @@ class Capture:
 
 
 # === the plan =======================================================================
-def _xp(a):
-    return np if isinstance(a, np.ndarray) else backend.xp_of(a)
-
-
 def _inplace_kernels():
     """Elementwise ops that may overwrite their input: ``f(x, **attrs) -> x``.
 
@@ -261,12 +258,10 @@ class Plan:
     slots of the graph's outputs.
     """
 
-    def __init__(self, cap, n_args, heads, ctx, training):
+    def __init__(self, cap, n_args, heads, ctx):
         self.steps = fuse(cap.steps, set(heads))
-        self.n_args = n_args
         self.heads = heads
         self.ctx = ctx
-        self.training = training
         self.nslots = len(cap.values)
         self.shapes = [v._shape for v in cap.values]
         self.dtypes = [v._dtype for v in cap.values]
@@ -284,6 +279,8 @@ class Plan:
         self.written_args = sorted({o for st in self.steps for o in st.outs
                                     if o < n_args})
         self._plan_memory()
+        self._run_infer = self._compile(keep=False)
+        self._run_keep = self._compile(keep=True)
 
     # -- planning ---------------------------------------------------------------
     def _plan_memory(self):
@@ -294,16 +291,12 @@ class Plan:
             for i in st.ins:
                 last[i] = k
                 uses[i] = uses.get(i, 0) + 1
-        producer = {}
-        for k, st in enumerate(self.steps):
-            for o in st.outs:
-                producer.setdefault(o, st)
-        freeable = set(self.produced) - heads
-        self.free = [[] for _ in self.steps]
-        made_at = {}
+        made_at = {}                     # slot -> the step that first writes it
         for k, st in enumerate(self.steps):
             for o in st.outs:
                 made_at.setdefault(o, k)
+        freeable = set(self.produced) - heads
+        self.free = [[] for _ in self.steps]
         for i in freeable:               # after the last read (or at once)
             k = last.get(i, made_at.get(i))
             if k is not None:
@@ -315,15 +308,12 @@ class Plan:
             if not _inplace_ok(st):
                 continue
             i = st.ins[0]
-            p = producer.get(i)
+            p = self.steps[made_at[i]] if i in made_at else None
             if (i in freeable and uses.get(i) == 1 and p is not None
                     and p.name in _FRESH and not p.multi
                     and self.dtypes[i].kind == 'f'
                     and self.dtypes[i] == self.dtypes[st.outs[0]]):
                 self.inplace[k] = True
-        self.n_inplace = sum(self.inplace)
-        self._run_infer = self._compile(keep=False)
-        self._run_keep = self._compile(keep=True)
 
     def describe(self):
         """One line per step: what runs, on which slots, and the memory plan."""
@@ -374,10 +364,6 @@ class Plan:
         fn.source = src
         return fn
 
-    def run(self, *datas):
-        """The graph's outputs for raw input arrays (graph inputs, then constants)."""
-        return self._run_infer(*datas)
-
     # -- running through the engine --------------------------------------------------
     def launch(self, args, record=None):
         """Run on NDArrays ``args`` (the graph inputs) as ONE engine operation.
@@ -391,11 +377,11 @@ class Plan:
         if record is None:
             record = _ag._STATE[0] and any(a._node is not None for a in args)
         if not record:
-            outs = [placeholder(self.shapes[h], self.dtypes[h], ctx) for h in self.heads]
+            outs = [_nd._make(self.shapes[h], self.dtypes[h], ctx) for h in self.heads]
             _nd._run('graph', self._run_infer, inputs, outs, ctx)
             self._mark_written(args, outs[0] if outs else None)
             return outs
-        made = {i: placeholder(self.shapes[i], self.dtypes[i], ctx)
+        made = {i: _nd._make(self.shapes[i], self.dtypes[i], ctx)
                 for i in self.produced}
         outs = [made[i] for i in self.produced]
         _nd._run('graph', self._run_keep, inputs, outs, ctx)
@@ -424,13 +410,12 @@ class Plan:
             out._stream.last_write = out._seq
 
 
-def lower(nodes, inputs, outputs, shapes, dtypes, ctx, training, call_node):
+def lower(nodes, inputs, outputs, shapes, dtypes, ctx, training):
     """Trace ``nodes`` (topological order) into a :class:`Plan`.
 
     ``inputs``: the variable nodes, whose slots come first, with their
-    ``shapes``/``dtypes``; ``outputs``: ``(node, index)`` pairs;
-    ``call_node(node, input_arrays)`` runs one node's front end and returns
-    its list of output arrays.
+    ``shapes``/``dtypes``; ``outputs``: ``(node, index)`` pairs.  Each node
+    runs its ``nd`` function (:func:`.ops.call_node`) on placeholders.
     """
     cap = Capture()
     env = {}
@@ -450,4 +435,4 @@ def lower(nodes, inputs, outputs, shapes, dtypes, ctx, training, call_node):
             heads = [cap.slot(env[(id(n), i)]) for n, i in outputs]
     finally:
         _ag._STATE[:] = old
-    return Plan(cap, len(inputs), heads, ctx, training)
+    return Plan(cap, len(inputs), heads, ctx)

@@ -82,7 +82,7 @@ def _parse_shape(text):
     return tuple(int(d) for d in text.strip('()[] ').replace(' ', '').split(',') if d)
 
 
-def propagate(sym, shapes, dtypes, partial, zero_unknown=True):
+def propagate(sym, shapes, dtypes, zero_unknown=True):
     """Walk the graph; returns ({(id(node), i): (shape, dtype)}, nodes).
 
     A shape is ``None`` while unknown; with ``zero_unknown`` a ``0`` in a
@@ -197,7 +197,7 @@ def _split(sym, info, nodes, pick, partial, empty, complete=None):
 def infer_shape(sym, args, kwargs, partial):
     known = {k: _shape(v, k) for k, v in _known(sym, args, kwargs, 'infer_shape')
              .items()}
-    info, nodes = propagate(sym, known, {}, partial)
+    info, nodes = propagate(sym, known, {})
     return _split(sym, info, nodes, lambda v: v[0], partial, (),
                   lambda v: v is not None and 0 not in v)
 

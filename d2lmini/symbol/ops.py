@@ -142,24 +142,19 @@ def _symbol_function(op, fn):
             raise TypeError(f"mx.sym.{op}: the required attribute(s) {missing} are "
                             f"missing (e.g. {op}(data, {missing[0]}=...))")
         node_name = None
+        given = {**bound, **extra}
         for p in params:
-            if p.name not in bound:
-                if p.name in auto and not _skip_auto(op, p.name, {**bound, **extra}) \
-                        or p.name in _DATA_INPUTS and p.default is _NO_INPUT:
-                    node_name = node_name or _fresh_name(name, op.lower())
-                    inputs.append((p.name, _auto_var(op, node_name, p.name, var_attr)))
-                continue
-            v = bound[p.name]
+            v = bound.get(p.name)
             if isinstance(v, Symbol):
                 inputs.append((p.name, v))
-            elif v is None and p.name in auto and \
-                    not _skip_auto(op, p.name, {**bound, **extra}):
+            elif v is None and (p.name in auto and not _skip_auto(op, p.name, given) or
+                                p.name not in bound and p.name in _DATA_INPUTS and
+                                p.default is _NO_INPUT):
+                # a missing input the layer makes a variable for (fc1_weight)
                 node_name = node_name or _fresh_name(name, op.lower())
                 inputs.append((p.name, _auto_var(op, node_name, p.name, var_attr)))
-            elif p.default is not _NO_INPUT and v is p.default and v is None:
-                continue                     # an optional input left out
-            else:
-                attrs[p.name] = v
+            elif p.name in bound and not (v is None and p.default is None):
+                attrs[p.name] = v            # (an optional input left out: skipped)
         for k, v in extra.items():
             if isinstance(v, Symbol):
                 raise TypeError(f"{op}: unexpected input symbol '{k}'")

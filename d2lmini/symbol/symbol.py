@@ -67,9 +67,6 @@ def _skip_auto(op, arg, attrs):
     return False
 
 
-_SAME_SHAPE = {'elemwise_add', 'elemwise_sub', 'elemwise_mul', 'elemwise_div'}
-
-
 def _param_shapes(op, attrs, shapes):
     """Shapes of a layer's parameters (and a loss head's label) from its data.
 
@@ -77,9 +74,6 @@ def _param_shapes(op, attrs, shapes):
     the inferred ones.  This is the part of MXNet's shape inference that runs
     *backwards*, from the data to the weights.
     """
-    if op in _SAME_SHAPE:                  # x + y: both have the same shape
-        known = shapes.get('lhs') or shapes.get('rhs')
-        return {'lhs': known, 'rhs': known} if known else {}
     x = shapes.get('data')
     if x is None:
         return {}

@@ -598,7 +598,6 @@ def _differentiable(graph, aux):
     """``graph`` as a function of NDArrays (keyword per argument) that
     autograd differentiates: its plan runs on the given arrays themselves."""
     from mxnet.symbol.graph import lower
-    from mxnet.symbol.ops import call_node
     nodes = graph._nodes()
     inputs = [n for n in nodes if n.is_variable]
 
@@ -610,8 +609,7 @@ def _differentiable(graph, aux):
         values.update({k: mx.nd.array(_to_numpy(v), ctx=ctx) for k, v in aux_d.items()})
         arrays = [values[n.name] for n in inputs]
         plan = lower(nodes, inputs, graph._outputs, [a.shape for a in arrays],
-                     [a.dtype for a in arrays], ctx, mx.autograd.is_training(),
-                     call_node)
+                     [a.dtype for a in arrays], ctx, mx.autograd.is_training())
         outs = plan.launch(arrays)
         return outs[0] if len(outs) == 1 else outs
     return f
