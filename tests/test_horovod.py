@@ -202,15 +202,17 @@ def test_timeline_is_a_chrome_trace_with_one_event_per_collective(
 
 
 # ------------------------------------------------------------------ faults
-def _caught(tmp_path):
-    """The HorovodErrors the ranks caught (see faults.py)."""
-    return [p.read_text().strip() for p in sorted(tmp_path.glob('caught.*'))]
+def _failed(case, tmp_path, horovod_timeout=None):
+    """Run faults.py ``case`` on 2 ranks; it must fail (not hang).  Returns
+    the job and the HorovodErrors the ranks caught (see faults.py)."""
+    env = {'HOROVOD_TIMEOUT': str(horovod_timeout)} if horovod_timeout else None
+    job = mpi_job.run('faults.py', 2, [case, tmp_path], timeout=60, env=env)
+    assert not job.killed and job.rc != 0, job.report()
+    return job, [p.read_text().strip() for p in sorted(tmp_path.glob('caught.*'))]
 
 
 def test_mismatched_shapes_name_the_tensor_and_the_ranks(tmp_path):
-    job = mpi_job.run('faults.py', 2, ['shapes', tmp_path], timeout=60)
-    assert not job.killed and job.rc != 0, job.report()
-    lines = _caught(tmp_path)
+    job, lines = _failed('shapes', tmp_path)
     assert lines, job.report()
     for ln in lines:
         assert 'MXNetError=True RuntimeError=True' in ln
@@ -219,9 +221,7 @@ def test_mismatched_shapes_name_the_tensor_and_the_ranks(tmp_path):
 
 
 def test_mismatched_dtypes_name_the_tensor_and_the_ranks(tmp_path):
-    job = mpi_job.run('faults.py', 2, ['dtypes', tmp_path], timeout=60)
-    assert not job.killed and job.rc != 0, job.report()
-    lines = _caught(tmp_path)
+    job, lines = _failed('dtypes', tmp_path)
     assert lines, job.report()
     for ln in lines:
         assert 'bias_1' in ln and 'float32' in ln and 'float64' in ln, ln
@@ -229,26 +229,18 @@ def test_mismatched_dtypes_name_the_tensor_and_the_ranks(tmp_path):
 
 
 def test_a_skipped_collective_times_out_and_the_job_exits(tmp_path):
-    job = mpi_job.run('faults.py', 2, ['skip_idle', tmp_path], timeout=60,
-                      env={'HOROVOD_TIMEOUT': '3'})
-    assert not job.killed and job.rc != 0, job.report()
-    lines = _caught(tmp_path)
+    job, lines = _failed('skip_idle', tmp_path, horovod_timeout=3)
     assert any('only_rank_0' in ln for ln in lines), job.report()
     assert 'FINISHED' not in job.out(1)              # rank 1 was ended too
 
 
 def test_a_rank_calling_another_collective_is_named(tmp_path):
-    job = mpi_job.run('faults.py', 2, ['skip_next', tmp_path], timeout=60,
-                      env={'HOROVOD_TIMEOUT': '3'})
-    assert not job.killed and job.rc != 0, job.report()
-    lines = _caught(tmp_path)
+    job, lines = _failed('skip_next', tmp_path, horovod_timeout=3)
     assert any('first' in ln and 'second' in ln for ln in lines), job.report()
 
 
 def test_a_rank_killed_mid_training_ends_the_job(tmp_path):
-    job = mpi_job.run('faults.py', 2, ['kill9', tmp_path], timeout=60,
-                      env={'HOROVOD_TIMEOUT': '5'})
-    assert not job.killed and job.rc != 0, job.report()
+    job, _ = _failed('kill9', tmp_path, horovod_timeout=5)
     assert (tmp_path / 'epochs.1').read_text() == '2'   # it trained, then died
     assert int((tmp_path / 'epochs.0').read_text()) <= 2  # rank 0 stopped too
     assert 'FINISHED' not in job.out(0)
