@@ -644,7 +644,8 @@ def run_sync(name, fn, args, outs, ctx, attrs):
 # set_blas_threads(n) fixes the number, set_blas_threads(None) restores the
 # policy.  The count is set through OpenBLAS's own C API, found among the
 # loaded libraries (as threadpoolctl does); other BLAS libraries are left
-# alone.  (NumPy's elementwise kernels are single-threaded: nothing to do.)
+# alone.  NumPy's elementwise kernels are single-threaded; ndarray/cpu_kernels.py
+# splits large ones over the same number of threads (cpu_threads()).
 _BLAS = {'lib': None, 'initial': None, 'fixed': None}
 
 
@@ -686,14 +687,25 @@ def _cores():
         return os.cpu_count() or 1
 
 
+def cpu_threads():
+    """Threads one CPU operation may use now: ``set_blas_threads``'s number
+    if fixed, else the usable cores shared out among the CPU devices that
+    have streams (all of them while only ``cpu(0)`` is in use).  BLAS calls
+    and the elementwise kernels of :mod:`d2lmini.ndarray.cpu_kernels` both
+    follow it."""
+    n = _BLAS['fixed']
+    if n is None:
+        ncpu = sum(1 for s in list(_STREAMS.values()) if not s.is_gpu)
+        n = max(1, _cores() // max(1, ncpu))
+    return n
+
+
 def _share_cores():
     api = _blas_api()
     if not api:
         return
-    n = _BLAS['fixed']
-    if n is None:
-        ncpu = sum(1 for s in list(_STREAMS.values()) if not s.is_gpu)
-        n = min(_BLAS['initial'], max(1, _cores() // max(1, ncpu)))
+    n = cpu_threads() if _BLAS['fixed'] is not None else \
+        min(_BLAS['initial'], cpu_threads())
     if api[0]() != n:
         api[1](n)
 

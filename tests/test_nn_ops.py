@@ -776,7 +776,7 @@ def test_lenet_like_stack_trains_in_both_engines(engine_kind):
     assert all(b < a for a, b in zip(losses, losses[1:]))
 
 
-def _conv_relu_grads(fused, x_grad, bias, second_order=False):
+def _conv_relu_grads(fused, x_grad, bias, second_order=False, act='relu'):
     rng = np.random.default_rng(0)
     X, W, B, H = (rng.standard_normal(s).astype(np.float32)
                   for s in [(4, 3, 9, 8), (6, 3, 3, 3), (6,), (4, 6, 5, 6)])
@@ -787,8 +787,9 @@ def _conv_relu_grads(fused, x_grad, bias, second_order=False):
     for a in params:
         a.attach_grad()
     with autograd.record():
-        y = nd._conv_act(x, w, b, act_type='relu', **attrs) if fused else \
-            nd.relu(nd.Convolution(x, w, b, no_bias=not bias, **attrs))
+        y = nd._conv_act(x, w, b, act_type=act, **attrs) if fused else \
+            nd.Activation(nd.Convolution(x, w, b, no_bias=not bias, **attrs),
+                          act_type=act)
         if second_order:          # d/dw of |dL/dx|^2, through the backward
             gx = autograd.grad((y * nd.array(H)).sum(), [x], create_graph=True)[0]
             z = (gx * gx).sum()
@@ -807,9 +808,30 @@ def test_fused_conv_relu_equals_the_two_ops(x_grad, bias):
     fused = _conv_relu_grads(True, x_grad, bias)
     for ours, ref in zip(fused, _conv_relu_grads(False, x_grad, bias)):
         np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
-    with pytest.raises(ValueError, match="only 'relu' is fused"):
-        nd._conv_act(nd.ones((1, 3, 5, 5)), nd.ones((6, 3, 3, 3)), act_type='tanh',
+    with pytest.raises(ValueError, match="act_type='gelu' is not one of"):
+        nd._conv_act(nd.ones((1, 3, 5, 5)), nd.ones((6, 3, 3, 3)), act_type='gelu',
                      kernel=(3, 3), num_filter=6)
+
+
+@pytest.mark.parametrize('act', ['sigmoid', 'tanh', 'softrelu', 'softsign'])
+def test_fused_conv_act_equals_the_two_ops_for_every_activation(act):
+    """Every activation gluon's Conv2D offers runs fused; the backward pass
+    takes the derivative from the output alone (softrelu: 1 - exp(-y),
+    softsign: (1 - |y|)^2), and still equals the two ops' gradients."""
+    fused = _conv_relu_grads(True, True, True, act=act)
+    for ours, ref in zip(fused, _conv_relu_grads(False, True, True, act=act)):
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5)
+    net = mx.gluon.nn.Conv2D(4, kernel_size=3, activation=act)
+    net.initialize()
+    x = nd.ones((1, 2, 5, 5))
+    net(x)                                        # deferred initialization
+    with mx.engine.Trace() as tr:
+        y = net(x)
+        y.wait_to_read()
+    assert [name for _, name, _, _ in tr.spans()] == ['_conv_act']   # one op
+    ref = nd.Activation(nd.Convolution(x, net.weight.data(), net.bias.data(),
+                                       kernel=(3, 3), num_filter=4), act_type=act)
+    np.testing.assert_allclose(y.asnumpy(), ref.asnumpy(), rtol=1e-6, atol=1e-7)
 
 
 def test_fused_conv_relu_second_order():

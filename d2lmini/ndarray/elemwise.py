@@ -14,6 +14,7 @@ from .ndarray import NDArray, invoke, _binary, zeros_like
 from .registry import OPS, Case, Op, register, broadcast_shapes, result_dtype
 from .op_utils import _sum_to, _check_kwargs, into
 from .. import backend
+from . import cpu_kernels
 from ..context import cpu
 
 
@@ -34,6 +35,8 @@ def _keep_dtype(f):
 
 def _unary(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
            float_out=False):
+    if isinstance(forward, np.ufunc):              # large arrays: every core
+        forward = cpu_kernels.ufunc(forward)
     cls = type(name, (Unary,), {
         'name': name,
         'forward': staticmethod(_keep_dtype(forward)),
@@ -47,12 +50,17 @@ def _unary(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
 
 
 def _sigmoid(a):
-    # exp(-|a|) never overflows; the two branches meet at 0.
+    # exp(-|a|) never overflows; the two branches meet at 0.  Float arrays
+    # take the same formula as a threaded, in-cache kernel (cpu_kernels).
+    if a.dtype.kind == 'f':
+        return cpu_kernels.apply(cpu_kernels.sigmoid, a, scratch=2)
     e = np.exp(-np.abs(a))
     return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
 
 
 def _softrelu(a):
+    if a.dtype.kind == 'f':
+        return cpu_kernels.apply(cpu_kernels.softrelu, a, scratch=1)
     return (np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))).astype(a.dtype, copy=False)
 
 
@@ -100,8 +108,8 @@ _unary('sqrt',      np.sqrt,         lambda g, x, y: g / (2 * y),           0.2,
 _unary('square',    np.square,       lambda g, x, y: g * 2 * x)
 _unary('abs',       np.abs,          lambda g, x, y: g * sign(x),           0.1, 1.0)
 _unary('sign',      np.sign,         None, differentiable=False)
-_unary('sigmoid',   _sigmoid,        lambda g, x, y: g * y * (1 - y))
-_unary('tanh',      np.tanh,         lambda g, x, y: g * (1 - y * y))
+_unary('sigmoid',   _sigmoid,        lambda g, x, y: invoke(OPS['_sigmoid_backward'], (g, y)))
+_unary('tanh',      np.tanh,         lambda g, x, y: invoke(OPS['_tanh_backward'], (g, y)))
 _unary('relu',      lambda a: np.maximum(a, 0),   # backward: MXNet's relu_grad, NaN -> NaN
                     lambda g, x, y: invoke(OPS['_relu_backward'], (g, y)),  0.1, 1.0)
 _unary('softrelu',  _softrelu,       lambda g, x, y: g * sigmoid(x))
@@ -234,6 +242,8 @@ def _binary_op(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
         cases = (Case((3, 4), (3, 4), low=low, high=high),
                  Case((2, 3, 4), (3, 1), low=low, high=high),
                  Case((1, 4), (3, 1), low=low, high=high))
+    if isinstance(forward, np.ufunc):
+        forward = cpu_kernels.ufunc(forward)
     def fwd(a, b):
         r = forward(a, b)
         dt = result_dtype(a.dtype, b.dtype)      # int32 / int32 stays int32
@@ -279,6 +289,8 @@ class Scalar(Op):
 
 def _scalar_op(name, forward, backward, low=-1.0, high=1.0, scalar=0.7,
                differentiable=True):
+    if isinstance(forward, np.ufunc):
+        forward = cpu_kernels.ufunc(forward)
     def fwd(a, scalar):
         r = forward(a, scalar)
         # NumPy may promote (int array / float scalar); MXNet keeps a's dtype.

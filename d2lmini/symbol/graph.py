@@ -208,7 +208,8 @@ def _conv_relu(conv, act):
 def _conv_relu_pool(conv, pool):
     """``_conv_act`` -> average pooling: ``_conv_act_pool`` (ndarray/nn/fused.py);
     its second output is the convolution's, for the backward pass."""
-    if conv.name != '_conv_act' or pool.name != 'Pooling':
+    if conv.name != '_conv_act' or conv.attrs.get('act_type') != 'relu' \
+            or pool.name != 'Pooling':
         return None
     size = fusable_pool(pool.attrs)
     if size is None:

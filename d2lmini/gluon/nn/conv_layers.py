@@ -86,8 +86,8 @@ class _Conv(HybridBlock):
                 self.act = Activation(activation, prefix=activation + '_')
             else:
                 self.act = None
-            # 2-D + relu: one fused op (F._conv_act), same values, one pass less
-            self._fused_act = activation == 'relu' and n == 2 and \
+            # 2-D: one fused op (F._conv_act), same values, one pass less
+            self._fused_act = activation is not None and n == 2 and \
                 'layout' not in self._kwargs and op_name == 'Convolution'
 
     def _weight_shape(self, in_channels):
@@ -114,7 +114,7 @@ class _Conv(HybridBlock):
 
     def hybrid_forward(self, F, x, weight, bias=None):
         if self._fused_act:
-            return F._conv_act(x, weight, bias, act_type='relu', name='fwd',
+            return F._conv_act(x, weight, bias, act_type=self.act._act_type, name='fwd',
                               **self._kwargs)
         op = getattr(F, self._op_name)
         if bias is None:

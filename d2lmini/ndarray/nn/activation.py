@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from ... import backend
+from .. import cpu_kernels
 from ..ndarray import invoke
 from ..ops import _sigmoid, _softrelu
 from ..registry import OPS, Case, Op, register
@@ -18,17 +19,55 @@ def _away_from_zero(shape):
 
 
 def _softsign(a):
+    if a.dtype.kind == 'f':
+        return cpu_kernels.apply(cpu_kernels.softsign, a, scratch=1)
     return a / (1 + abs(a))
+
+
+def _relu(a):
+    if a.dtype.kind == 'f':
+        return cpu_kernels.apply(cpu_kernels.relu, a, chunk=None)
+    return _xp(a).maximum(a, 0)
+
+
+def _tanh(a):
+    if a.dtype.kind == 'f':
+        return cpu_kernels.apply(cpu_kernels.tanh, a, chunk=None)
+    return _xp(a).tanh(a)
 
 
 # act_type: (forward on raw arrays, backward g, x, y -> dx in NDArray ops)
 _ACTIVATIONS = {
-    'relu': (lambda a: _xp(a).maximum(a, 0),
-             lambda g, x, y: invoke(OPS['_relu_backward'], (g, y))),
-    'sigmoid': (_sigmoid, lambda g, x, y: g * y * (1 - y)),
-    'tanh': (lambda a: _xp(a).tanh(a), lambda g, x, y: g * (1 - y * y)),
+    'relu': (_relu, lambda g, x, y: invoke(OPS['_relu_backward'], (g, y))),
+    'sigmoid': (_sigmoid, lambda g, x, y: invoke(OPS['_sigmoid_backward'], (g, y))),
+    'tanh': (_tanh, lambda g, x, y: invoke(OPS['_tanh_backward'], (g, y))),
     'softrelu': (_softrelu, lambda g, x, y: g * invoke(OPS['sigmoid'], (x,))),
     'softsign': (_softsign, lambda g, x, y: g / invoke(OPS['square'], (1 + abs(x),))),
+}
+
+
+_KERNELS = {'relu': (cpu_kernels.relu, 0), 'sigmoid': (cpu_kernels.sigmoid, 2),
+            'tanh': (cpu_kernels.tanh, 0), 'softrelu': (cpu_kernels.softrelu, 1),
+            'softsign': (cpu_kernels.softsign, 1)}
+
+
+def activate_(a, act_type):
+    """``a = act_type(a)`` in place, for a float array ``a`` (a fused op's
+    band of output)."""
+    kernel, scratch = _KERNELS[act_type]
+    return cpu_kernels.run(kernel, a, a, scratch=scratch)
+
+
+# The derivative of each activation from its OUTPUT y alone, as MXNet's
+# fused kernels compute it: a fused op (convolution or dense layer plus its
+# activation) keeps only y.  softrelu: sigmoid(x) = 1 - exp(-y);
+# softsign: 1 / (1 + |x|)^2 = (1 - |y|)^2.
+_FROM_OUTPUT = {
+    'relu': _ACTIVATIONS['relu'][1],
+    'sigmoid': _ACTIVATIONS['sigmoid'][1],
+    'tanh': _ACTIVATIONS['tanh'][1],
+    'softrelu': lambda g, x, y: g * -invoke(OPS['expm1'], (-y,)),
+    'softsign': lambda g, x, y: g * invoke(OPS['square'], (1 - abs(y),)),
 }
 
 
@@ -55,13 +94,65 @@ class ReluBackward(Op):
 
     def forward(self, g, y):
         xp = _xp(g)
-        r = g * (y > 0)
+        if g.dtype.kind == 'f' and g.dtype == y.dtype:
+            r = cpu_kernels.apply(cpu_kernels.relu_backward, g, y, chunk=None)
+        else:
+            r = g * (y > 0)
         if y.size and xp.isnan(y.max()):          # NaN in max: some y is NaN
             r = xp.where(xp.isnan(y), xp.asarray(np.nan, dtype=r.dtype), r)
         return r.astype(g.dtype, copy=False)
 
     def backward(self, gg, inputs, out):
         return [invoke(OPS['_relu_backward'], (gg, inputs[1])), None]
+
+
+class _FromOutputBackward(Op):
+    """``g * f'(x)`` computed from the activation's output ``y``, as one
+    threaded in-cache pass (``cpu_kernels``) instead of three NDArray ops
+    and two temporaries.  Same arithmetic in the same order as the
+    expression it replaces, so the same bits."""
+    differentiable = True
+
+    def infer(self, shapes, dtypes):
+        if tuple(shapes[0]) != tuple(shapes[1]):
+            raise ValueError(f"operator '{self.name}': gradient shape {shapes[0]} != "
+                             f"output shape {shapes[1]}")
+        return shapes[0], dtypes[0]
+
+    def forward(self, g, y):
+        if g.dtype.kind == 'f' and g.dtype == y.dtype:
+            return cpu_kernels.apply(self.kernel, g, y, scratch=self.scratch)
+        out = _xp(g).empty_like(g, dtype=np.result_type(g, y))
+        self.kernel(out, g, y, *[_xp(g).empty_like(out) for _ in range(self.scratch)])
+        return out.astype(g.dtype, copy=False)      # the head gradient's dtype
+
+
+@register
+class SigmoidBackward(_FromOutputBackward):
+    """``g * y * (1 - y)``, sigmoid's gradient from its output ``y``."""
+    name = '_sigmoid_backward'
+    kernel = staticmethod(cpu_kernels.sigmoid_backward)
+    scratch = 1
+    cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 4)),
+                          lambda r: r.uniform(0.1, 0.9, (3, 4))]),)
+
+    def backward(self, gg, inputs, out):
+        g, y = inputs                    # d/dg = y(1-y); d/dy = g(1-2y)
+        return [invoke(OPS['_sigmoid_backward'], (gg, y)), gg * g * (1 - 2 * y)]
+
+
+@register
+class TanhBackward(_FromOutputBackward):
+    """``g * (1 - y * y)``, tanh's gradient from its output ``y``."""
+    name = '_tanh_backward'
+    kernel = staticmethod(cpu_kernels.tanh_backward)
+    scratch = 0
+    cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 4)),
+                          lambda r: r.uniform(-0.9, 0.9, (3, 4))]),)
+
+    def backward(self, gg, inputs, out):
+        g, y = inputs                    # d/dg = 1 - y^2; d/dy = -2gy
+        return [invoke(OPS['_tanh_backward'], (gg, y)), gg * g * y * -2]
 
 
 @register

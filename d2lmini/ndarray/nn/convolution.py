@@ -48,7 +48,7 @@ from ..registry import OPS, Case, Op, register
 from ._common import (_Geom, _as_strided, _channels_first, _channels_last, _check_kwargs,
                       _float_dtype, _lift, _matmul, _needs_grad, _result, _spatial,
                       _tap, _tuple, _ws, _xp)
-from .activation import _ACTIVATIONS
+from .activation import _FROM_OUTPUT, activate_
 from .pad import pad as _pad
 
 __all__ = ['Convolution']
@@ -247,6 +247,8 @@ def _conv_forward(x, w, b, g, groups, act=None, pool=None):
                 for t in taps[2:]:
                     out += t
                 out /= float(kh * kw)
+    if act not in (None, 'relu'):                  # threaded, over all of y
+        activate_(y, act)
     yv = y.transpose(3, 0, 1, 2)
     if pool is not None:
         return yv, pt.transpose(3, 0, 1, 2)
@@ -504,24 +506,28 @@ class ConvBackward(Op):
 
 @register
 class ConvolutionAct(Op):
-    """``Activation(Convolution(x, w, b), 'relu')`` as ONE op.
+    """``Activation(Convolution(x, w, b), act_type)`` as ONE op.
 
-    The relu is applied to each band of the GEMM's output while it is still
-    in the CPU cache, instead of in a second pass over the largest array of
-    a CNN (LeNet's first layer: 14 MB per batch of 256).  MXNet's MKL-DNN
-    backend fuses the same pair.  gluon's ``Conv2D(..., activation='relu')``
-    runs this op; the values are those of the two ops in sequence.
+    The activation is applied to each band of the GEMM's output while it is
+    still in the CPU cache, instead of in a second pass over the largest
+    array of a CNN (LeNet's first layer: 14 MB per batch of 256), and the
+    backward pass takes its derivative from the output alone (MXNet's
+    MKL-DNN backend fuses the same pair).  gluon's ``Conv2D(...,
+    activation=...)`` runs this op; the values are those of the two ops in
+    sequence.
     """
     name = '_conv_act'
     cases = (Case((2, 3, 5, 5), (4, 3, 3, 3), (4,), kernel=(3, 3), num_filter=4,
                   act_type='relu'),
              Case((2, 3, 6, 5), (4, 3, 3, 2), kernel=(3, 2), stride=(2, 1),
-                  pad=(1, 1), num_filter=4, act_type='relu'))
+                  pad=(1, 1), num_filter=4, act_type='relu')) + tuple(
+        Case((2, 3, 5, 5), (4, 3, 3, 3), (4,), kernel=(3, 3), num_filter=4,
+             act_type=a) for a in ('sigmoid', 'tanh', 'softrelu', 'softsign'))
 
     def infer(self, shapes, dtypes, act_type='relu', **conv):
-        if act_type != 'relu':
-            raise ValueError(f"operator '{self.name}': act_type={act_type!r}; only "
-                             f"'relu' is fused (use Convolution, then Activation)")
+        if act_type not in _FROM_OUTPUT:
+            raise ValueError(f"operator '{self.name}': act_type={act_type!r} is not "
+                             f"one of {sorted(_FROM_OUTPUT)}")
         return type(OPS['Convolution']).infer(self, shapes, dtypes, **conv)
 
     def forward(self, x, w, b=None, act_type='relu', kernel=None, stride=(1, 1),
@@ -531,7 +537,7 @@ class ConvolutionAct(Op):
         return _conv_forward(x, w, b, g, num_group, act=act_type)
 
     def backward(self, dy, inputs, out, act_type='relu', **conv):
-        dz = _ACTIVATIONS[act_type][1](dy, None, out)    # through the relu
+        dz = _FROM_OUTPUT[act_type](dy, None, out)    # through the activation
         return OPS['Convolution'].backward(dz, inputs, out, **conv)
 
 
@@ -561,8 +567,8 @@ def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None,
 def _conv_act(data, weight, bias=None, act_type='relu', kernel=None, stride=None,
               dilate=None, pad=None, num_filter=None, num_group=1, no_bias=False,
               layout=None, name=None):
-    """``Activation(Convolution(...), act_type)`` as one fused op (2-D; relu):
-    what gluon's ``Conv2D(activation='relu')`` runs."""
+    """``Activation(Convolution(...), act_type)`` as one fused op (2-D):
+    what gluon's ``Conv2D(activation=...)`` runs."""
     return _convolution('_conv_act', data, weight, bias, kernel, stride, dilate,
                         pad, num_filter, num_group, no_bias, layout,
                         act_type=act_type)
