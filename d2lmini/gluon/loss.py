@@ -18,7 +18,8 @@ import numbers
 
 import numpy as np
 
-from ..ndarray import NDArray
+from ..ndarray import NDArray, invoke
+from ..ndarray.registry import OPS
 from .block import HybridBlock
 
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss',
@@ -155,6 +156,8 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if self._fusable(pred, label, sample_weight):   # the common case: one op
+            return invoke(OPS['_softmax_ce_loss'], (pred, label))
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         if self._sparse_label:
@@ -164,6 +167,17 @@ class SoftmaxCrossEntropyLoss(Loss):
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return _batch_mean(F, loss, self._batch_axis)
+
+
+    def _fusable(self, pred, label, sample_weight):
+        """Imperative (N, K) logits with class labels along the last axis,
+        no weights: ``_softmax_ce_loss`` computes the same bits in one op."""
+        return (isinstance(pred, NDArray) and isinstance(label, NDArray)
+                and self._sparse_label and not self._from_logits
+                and sample_weight is None and self._weight is None
+                and self._batch_axis == 0 and pred.ndim == 2
+                and self._axis in (-1, 1) and label.shape in ((pred.shape[0],),
+                                                             (pred.shape[0], 1)))
 
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss

@@ -20,6 +20,8 @@ import numpy as np
 
 from ... import initializer
 from ... import ndarray as nd
+from ...ndarray import NDArray, invoke
+from ...ndarray.registry import OPS
 from ..block import Block, HybridBlock
 
 __all__ = ['Sequential', 'HybridSequential', 'Dense', 'Dropout', 'Embedding',
@@ -143,6 +145,11 @@ class Dense(HybridBlock):
         self.weight.shape = (self.weight.shape[0], n)
 
     def hybrid_forward(self, F, x, weight, bias=None):
+        if self.act is not None and isinstance(x, NDArray):    # one fused op
+            args = (x, weight) if bias is None else (x, weight, bias)
+            return invoke(OPS['_fc_act'], args, {
+                'act_type': self.act._act_type, 'num_hidden': self._units,
+                'flatten': self._flatten})
         out = F.FullyConnected(x, weight, bias, num_hidden=self._units, name='fwd',
                                no_bias=bias is None, flatten=self._flatten)
         if self.act is not None:

@@ -52,8 +52,10 @@ _KERNELS = {'relu': (cpu_kernels.relu, 0), 'sigmoid': (cpu_kernels.sigmoid, 2),
 
 
 def activate_(a, act_type):
-    """``a = act_type(a)`` in place, for a float array ``a`` (a fused op's
-    band of output)."""
+    """``a = act_type(a)`` in place: a fused op's fresh output.  Returns
+    ``a`` (a new array for non-float ``a``)."""
+    if a.dtype.kind != 'f':
+        return _ACTIVATIONS[act_type][0](a)
     kernel, scratch = _KERNELS[act_type]
     return cpu_kernels.run(kernel, a, a, scratch=scratch)
 

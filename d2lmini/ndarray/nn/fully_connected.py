@@ -4,6 +4,7 @@ import math
 from ..ndarray import invoke
 from ..registry import OPS, Case, Op, register
 from ._common import _check_kwargs, _float_dtype, _needs_grad, _result
+from .activation import _FROM_OUTPUT, activate_
 
 __all__ = ['FullyConnected']
 
@@ -51,16 +52,48 @@ class FullyConnected(Op):
 
     def backward(self, g, inputs, out, num_hidden=None, flatten=True):
         x, w = inputs[0], inputs[1]
-        g2 = g.reshape((-1, w.shape[0]))
+        g2 = _as_shape(g, (g.size // w.shape[0], w.shape[0]))
         grads = [None, None]
         if _needs_grad(x):
-            grads[0] = invoke(OPS['dot'], (g2, w)).reshape(x.shape)
+            grads[0] = _as_shape(invoke(OPS['dot'], (g2, w)), x.shape)
         if _needs_grad(w):
-            x2 = x.reshape((g2.shape[0], w.shape[1]))
+            x2 = _as_shape(x, (g2.shape[0], w.shape[1]))
             grads[1] = invoke(OPS['dot'], (g2, x2), {'transpose_a': True})
         if len(inputs) == 3:
             grads.append(g2.sum(axis=0) if _needs_grad(inputs[2]) else None)
         return grads
+
+
+@register
+class FullyConnectedAct(Op):
+    """``Activation(FullyConnected(x, w, b), act_type)`` as ONE op: the
+    activation runs in place on the GEMM's fresh output, and the backward
+    pass takes its derivative from the output alone.  What gluon's
+    ``Dense(..., activation=...)`` runs imperatively (a hybridized graph
+    keeps MXNet's two nodes)."""
+    name = '_fc_act'
+    cases = tuple(Case((3, 4), (5, 4), (5,), num_hidden=5, act_type=a)
+                  for a in ('relu', 'sigmoid', 'tanh', 'softrelu', 'softsign'))
+
+    def infer(self, shapes, dtypes, act_type='relu', **fc):
+        if act_type not in _FROM_OUTPUT:
+            raise ValueError(f"operator '{self.name}': act_type={act_type!r} is not "
+                             f"one of {sorted(_FROM_OUTPUT)}")
+        return type(OPS['FullyConnected']).infer(self, shapes, dtypes, **fc)
+
+    def forward(self, x, w, b=None, act_type='relu', **fc):
+        y = OPS['FullyConnected'].forward(x, w, b, **fc)
+        return activate_(y, act_type)
+
+    def backward(self, dy, inputs, out, act_type='relu', **fc):
+        dz = _FROM_OUTPUT[act_type](dy, None, out)
+        return OPS['FullyConnected'].backward(dz, inputs, out, **fc)
+
+
+def _as_shape(a, shape):
+    """``a.reshape(shape)``, or ``a`` itself when it has that shape already
+    (a reshape is an engine op; the common 2-D case needs none)."""
+    return a if a.shape == tuple(shape) else a.reshape(shape)
 
 
 def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False,

@@ -104,6 +104,57 @@ class SoftmaxCrossEntropy(Op):
 
 
 @register
+class SoftmaxCELoss(Op):
+    """Per-sample ``-log softmax(x)[label]`` of ``(N, K)`` logits, shape
+    ``(N,)``: gluon's ``SoftmaxCrossEntropyLoss`` (sparse labels, no
+    weights) as ONE op forward and ONE backward, instead of four forward
+    (log_softmax, pick, negative, mean) and about a dozen backward.
+
+    The arithmetic is that of the op chain, op for op, so the loss and the
+    gradient are the same bits: forward ``-pick(log_softmax(x), label)``
+    (labels clipped, as pick does); backward ``gy = onehot(label) * -g``
+    (the gradient pick and negative send) then log_softmax's
+    ``gy - exp(logp) * sum(gy)``, with ``logp`` recomputed.
+    """
+    name = '_softmax_ce_loss'
+    cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (4, 3)), [0, 2, 1, 2]], grad=[0]),)
+
+    def infer(self, shapes, dtypes):
+        d, lab = tuple(shapes[0]), tuple(shapes[1])
+        if len(d) != 2 or lab not in (d[:1], (d[0], 1)):
+            raise ValueError(f"operator '{self.name}': needs data (N, K) and label "
+                             f"(N,), got {d} and {lab}")
+        return d[:1], _float_dtype(self.name, dtypes[:1])
+
+    def forward(self, x, label):
+        xp = _xp(x)
+        logp = OPS['log_softmax'].forward(x, axis=-1)
+        idx = xp.clip(label.astype(np.int64).reshape(-1, 1), 0, x.shape[1] - 1)
+        return -xp.take_along_axis(logp, idx, axis=1)[:, 0]
+
+    def backward(self, g, inputs, out):
+        return [invoke(OPS['_softmax_ce_loss_grad'], (g,) + tuple(inputs)), None]
+
+
+@register
+class SoftmaxCELossGrad(Op):
+    """The gradient ``_softmax_ce_loss`` sends back to the logits."""
+    name = '_softmax_ce_loss_grad'
+    differentiable = False
+
+    def infer(self, shapes, dtypes):
+        return shapes[1], dtypes[1]
+
+    def forward(self, g, x, label):
+        xp = _xp(x)
+        logp = OPS['log_softmax'].forward(x, axis=-1)
+        hot = label.astype(np.int64).reshape(-1, 1) == xp.arange(x.shape[1])
+        gy = xp.where(hot, 1.0, 0.0).astype(x.dtype) * -(g[:, None] / 1)
+        p = xp.exp(logp)                             # log_softmax's backward
+        return gy - p * gy.sum(axis=-1, keepdims=True)
+
+
+@register
 class SoftmaxOutputGrad(Op):
     """The gradient SoftmaxOutput sends back: ``(p - onehot(label)) * scale``."""
     name = '_softmax_output_grad'
