@@ -34,6 +34,7 @@ not oversubscribe the machine.  Arrays under ``MIN_SPLIT`` elements per
 thread run on the calling thread (handing work to a thread costs ~20 us);
 arrays that are not NumPy arrays (CuPy's) get one call on the whole arrays.
 """
+import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -111,7 +112,11 @@ def run(kernel, out, *inputs, scratch=0, chunk=CHUNK):
     step = -(-n // threads // 16) * 16         # whole SIMD blocks per thread
     bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
     pool = _pool(len(bounds) - 1)
-    jobs = [pool.submit(_walk, kernel, flat, lo, hi, scratch, out.dtype, chunk)
+    # each range runs in a copy of the caller's context: NumPy's error state
+    # (np.errstate, np.seterr) is a context variable, so a worker honours the
+    # caller's 'ignore' or 'raise' as the one-thread expression would
+    jobs = [pool.submit(contextvars.copy_context().run, _walk, kernel, flat, lo, hi,
+                        scratch, out.dtype, chunk)
             for lo, hi in bounds[1:]]
     try:
         _walk(kernel, flat, *bounds[0], scratch, out.dtype, chunk)
