@@ -25,7 +25,8 @@ A kernel is an ordinary function of NumPy arrays, ``kernel(out, *inputs,
 chunks; on whole arrays it computes the same thing, so reading a kernel is
 reading the formula.  Elementwise results do not depend on where the chunks
 are cut, so the threaded result is bit-identical to the one-pass NumPy
-expression (the tests check this on every kernel).
+expression (the tests check this on every kernel; only a NaN's sign bit
+may differ, as it does in NumPy itself between an array and a slice).
 
 How many threads: :func:`d2lmini.engine.cpu_threads`, the policy BLAS calls
 follow too, all usable cores with one CPU device and ``cores // k`` with
@@ -53,12 +54,10 @@ _POOL_LOCK = threading.Lock()
 def _pool(n):
     """A thread pool with at least ``n`` workers (made on first use)."""
     with _POOL_LOCK:
-        if _POOL['size'] < n:
-            old = _POOL['pool']
+        if _POOL['size'] < n:          # the old pool stays usable: another
+            n = max(n, engine._cores())  # thread may be submitting to it now
             _POOL['pool'] = ThreadPoolExecutor(n, thread_name_prefix='d2lmini-cpu')
             _POOL['size'] = n
-            if old is not None:
-                old.shutdown(wait=False)
         return _POOL['pool']
 
 
