@@ -18,7 +18,11 @@ Measured on the 2-core development machine for sigmoid over LeNet's first
 activation (1.2 M float32, seven passes): 9.3 ms as the plain NumPy
 expression; 2.9 ms with one thread at any chunk size from 64 K to 256 K
 elements; with two threads 3.0 ms at 16 K elements a chunk (GIL hand-offs
-eat the gain), 1.7 ms at 64 K, 1.45 ms at 128 K and 256 K.
+eat the gain), 1.7 ms at 64 K, 1.45 ms at 128 K and 256 K.  Inside a
+training step the gain is smaller: after a matrix product OpenBLAS's
+worker threads spin for a while, waiting for the next one, and the second
+elementwise thread shares a core with one of them.  Measured, the same
+sigmoid right after a GEMM: 3.0 ms with two threads, 3.0 ms with one.
 
 A kernel is an ordinary function of NumPy arrays, ``kernel(out, *inputs,
 *scratch)``, written with ``out=`` ufunc calls.  :func:`run` calls it on
@@ -46,6 +50,13 @@ from .op_utils import _xp
 
 CHUNK = 1 << 17            # elements: 512 KB of float32 per buffer, L2-sized
 MIN_SPLIT = 1 << 16        # elements per thread below which one thread is faster
+LARGE = 2 * MIN_SPLIT      # smaller arrays: the plain NumPy call, nothing else
+
+
+def large(a):
+    """Whether ``a`` is a float NumPy array worth this module's kernels;
+    any other array gets the plain NumPy expression (the same numbers)."""
+    return type(a) is np.ndarray and a.size >= LARGE and a.dtype.kind == 'f'
 
 _POOL = {'pool': None, 'size': 0}
 _POOL_LOCK = threading.Lock()
@@ -98,11 +109,11 @@ def run(kernel, out, *inputs, scratch=0, chunk=CHUNK):
     chunking within a thread (a one-pass kernel gains nothing from it).
     """
     arrays = (out,) + inputs
-    flat = _flat(arrays) if isinstance(out, np.ndarray) else None
-    if flat is None:                           # CuPy, or layouts that differ
+    n = out.size
+    flat = _flat(arrays) if n >= LARGE and type(out) is np.ndarray else None
+    if flat is None:       # small, CuPy, or layouts that differ: one call
         kernel(*arrays, *[_xp(out).empty_like(out) for _ in range(scratch)])
         return out
-    n = out.size
     threads = max(1, min(engine.cpu_threads(), n // MIN_SPLIT))
     chunk = chunk or -(-n // threads)
     if threads == 1:
@@ -129,7 +140,7 @@ def _threadable(a, others):
     """Whether ``f(a, *others)`` may run threaded into an array like ``a``:
     a large float array, and arrays of its shape and dtype or Python
     numbers as the other arguments (so the result's dtype is ``a``'s)."""
-    return (type(a) is np.ndarray and a.dtype.kind == 'f' and a.size >= 2 * MIN_SPLIT
+    return (large(a)
             and all(type(b) in (int, float) or (type(b) is np.ndarray
                     and b.shape == a.shape and b.dtype == a.dtype) for b in others)
             and engine.cpu_threads() > 1)

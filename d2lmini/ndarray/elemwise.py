@@ -6,6 +6,7 @@ one small class: ``infer`` (shape, dtype), ``forward`` on raw arrays,
 """
 import math
 import operator
+import sys
 import warnings
 
 import numpy as np
@@ -24,19 +25,28 @@ class Unary(Op):
         return shapes[0], dtypes[0]
 
 
+def _large_to(f):
+    """``(size, g)``: arrays of at least ``size`` elements go to ``g``, the
+    threaded ``f`` of cpu_kernels (if ``f`` is a NumPy ufunc; never if not).
+    A small array pays one comparison and nothing else."""
+    if isinstance(f, np.ufunc):
+        return cpu_kernels.LARGE, cpu_kernels.ufunc(f)
+    return sys.maxsize, f
+
+
 def _keep_dtype(f):
     """MXNet keeps the input dtype (exp of int32 is int32); NumPy would promote,
     and the data would disagree with the dtype ``infer`` announced."""
+    large, big = _large_to(f)
+
     def fwd(a):
-        r = f(a)
+        r = big(a) if a.size >= large else f(a)
         return r if r.dtype == a.dtype else r.astype(a.dtype)
     return fwd
 
 
 def _unary(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
            float_out=False):
-    if isinstance(forward, np.ufunc):              # large arrays: every core
-        forward = cpu_kernels.ufunc(forward)
     cls = type(name, (Unary,), {
         'name': name,
         'forward': staticmethod(_keep_dtype(forward)),
@@ -52,14 +62,14 @@ def _unary(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
 def _sigmoid(a):
     # exp(-|a|) never overflows; the two branches meet at 0.  Float arrays
     # take the same formula as a threaded, in-cache kernel (cpu_kernels).
-    if a.dtype.kind == 'f':
+    if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.sigmoid, a, scratch=2)
     e = np.exp(-np.abs(a))
     return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
 
 
 def _softrelu(a):
-    if a.dtype.kind == 'f':
+    if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.softrelu, a, scratch=1)
     return (np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))).astype(a.dtype, copy=False)
 
@@ -242,10 +252,10 @@ def _binary_op(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
         cases = (Case((3, 4), (3, 4), low=low, high=high),
                  Case((2, 3, 4), (3, 1), low=low, high=high),
                  Case((1, 4), (3, 1), low=low, high=high))
-    if isinstance(forward, np.ufunc):
-        forward = cpu_kernels.ufunc(forward)
+    large, big = _large_to(forward)
+
     def fwd(a, b):
-        r = forward(a, b)
+        r = big(a, b) if a.size >= large else forward(a, b)
         dt = result_dtype(a.dtype, b.dtype)      # int32 / int32 stays int32
         return r if r.dtype == dt else r.astype(dt)
     register(type(name, (Binary,), {
@@ -289,10 +299,10 @@ class Scalar(Op):
 
 def _scalar_op(name, forward, backward, low=-1.0, high=1.0, scalar=0.7,
                differentiable=True):
-    if isinstance(forward, np.ufunc):
-        forward = cpu_kernels.ufunc(forward)
+    large, big = _large_to(forward)
+
     def fwd(a, scalar):
-        r = forward(a, scalar)
+        r = big(a, scalar) if a.size >= large else forward(a, scalar)
         # NumPy may promote (int array / float scalar); MXNet keeps a's dtype.
         return r if r.dtype == a.dtype else r.astype(a.dtype)
     register(type(name, (Scalar,), {

@@ -19,19 +19,19 @@ def _away_from_zero(shape):
 
 
 def _softsign(a):
-    if a.dtype.kind == 'f':
+    if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.softsign, a, scratch=1)
     return a / (1 + abs(a))
 
 
 def _relu(a):
-    if a.dtype.kind == 'f':
+    if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.relu, a, chunk=None)
     return _xp(a).maximum(a, 0)
 
 
 def _tanh(a):
-    if a.dtype.kind == 'f':
+    if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.tanh, a, chunk=None)
     return _xp(a).tanh(a)
 
@@ -96,7 +96,7 @@ class ReluBackward(Op):
 
     def forward(self, g, y):
         xp = _xp(g)
-        if g.dtype.kind == 'f' and g.dtype == y.dtype:
+        if cpu_kernels.large(g) and g.dtype == y.dtype:
             r = cpu_kernels.apply(cpu_kernels.relu_backward, g, y, chunk=None)
         else:
             r = g * (y > 0)
@@ -122,7 +122,7 @@ class _FromOutputBackward(Op):
         return shapes[0], dtypes[0]
 
     def forward(self, g, y):
-        if g.dtype.kind == 'f' and g.dtype == y.dtype:
+        if cpu_kernels.large(g) and g.dtype == y.dtype:
             return cpu_kernels.apply(self.kernel, g, y, scratch=self.scratch)
         out = _xp(g).empty_like(g, dtype=np.result_type(g, y))
         self.kernel(out, g, y, *[_xp(g).empty_like(out) for _ in range(self.scratch)])
