@@ -73,41 +73,6 @@ _FROM_OUTPUT = {
 }
 
 
-@register
-class ReluBackward(Op):
-    """``g * relu_grad(y)`` from relu's output ``y``: MXNet's rule, 1 where
-    ``y > 0``, 0 where ``y == 0`` and NaN where ``y`` is NaN, so a NaN input
-    never gets a silent zero gradient.  ``nd.relu``, ``Activation('relu')``
-    and the fused convolution + relu all use it.
-
-    Computed as ``g * (y > 0)`` (a 1-byte mask: the cheap pass LeNet's
-    backward needs), plus a NaN fix-up only when ``max(y)`` says there is one.
-    Linear in ``g``; its gradient is itself.
-    """
-    name = '_relu_backward'
-    cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 4)),
-                          lambda r: np.maximum(r.uniform(-1, 1, (3, 4)), 0)], grad=[0]),)
-
-    def infer(self, shapes, dtypes):
-        if tuple(shapes[0]) != tuple(shapes[1]):
-            raise ValueError(f"operator '{self.name}': gradient shape {shapes[0]} != "
-                             f"output shape {shapes[1]}")
-        return shapes[0], dtypes[0]
-
-    def forward(self, g, y):
-        xp = _xp(g)
-        if cpu_kernels.large(g) and g.dtype == y.dtype:
-            r = cpu_kernels.apply(cpu_kernels.relu_backward, g, y, chunk=None)
-        else:
-            r = g * (y > 0)
-        if y.size and xp.isnan(y.max()):          # NaN in max: some y is NaN
-            r = xp.where(xp.isnan(y), xp.asarray(np.nan, dtype=r.dtype), r)
-        return r.astype(g.dtype, copy=False)
-
-    def backward(self, gg, inputs, out):
-        return [invoke(OPS['_relu_backward'], (gg, inputs[1])), None]
-
-
 class _FromOutputBackward(Op):
     """``g * f'(x)`` computed from the activation's output ``y``, as one
     threaded in-cache pass (``cpu_kernels``) instead of three NDArray ops
@@ -127,6 +92,35 @@ class _FromOutputBackward(Op):
         out = _xp(g).empty_like(g, dtype=np.result_type(g, y))
         self.kernel(out, g, y, *[_xp(g).empty_like(out) for _ in range(self.scratch)])
         return out.astype(g.dtype, copy=False)      # the head gradient's dtype
+
+
+@register
+class ReluBackward(_FromOutputBackward):
+    """``g * relu_grad(y)`` from relu's output ``y``: MXNet's rule, 1 where
+    ``y > 0``, 0 where ``y == 0`` and NaN where ``y`` is NaN, so a NaN input
+    never gets a silent zero gradient.  ``nd.relu``, ``Activation('relu')``
+    and the fused convolution + relu all use it.
+
+    Computed as ``g * (y > 0)`` (a 1-byte mask: the cheap pass LeNet's
+    backward needs), plus a NaN fix-up only when ``max(y)`` says there is one.
+    Linear in ``g``; its gradient is itself.
+    """
+    name = '_relu_backward'
+    cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 4)),
+                          lambda r: np.maximum(r.uniform(-1, 1, (3, 4)), 0)], grad=[0]),)
+
+    kernel = staticmethod(cpu_kernels.relu_backward)
+    scratch = 0
+
+    def forward(self, g, y):
+        xp = _xp(g)
+        r = super().forward(g, y)
+        if y.size and xp.isnan(y.max()):          # NaN in max: some y is NaN
+            r = xp.where(xp.isnan(y), xp.asarray(np.nan, dtype=r.dtype), r)
+        return r.astype(g.dtype, copy=False)
+
+    def backward(self, gg, inputs, out):
+        return [invoke(OPS['_relu_backward'], (gg, inputs[1])), None]
 
 
 @register
