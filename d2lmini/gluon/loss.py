@@ -168,7 +168,6 @@ class SoftmaxCrossEntropyLoss(Loss):
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return _batch_mean(F, loss, self._batch_axis)
 
-
     def _fusable(self, pred, label, sample_weight):
         """Imperative (N, K) logits with class labels along the last axis,
         no weights: ``_softmax_ce_loss`` computes the same bits in one op."""

@@ -508,11 +508,13 @@ class ConvBackward(Op):
 class ConvolutionAct(Op):
     """``Activation(Convolution(x, w, b), act_type)`` as ONE op.
 
-    The activation is applied to each band of the GEMM's output while it is
-    still in the CPU cache, instead of in a second pass over the largest
-    array of a CNN (LeNet's first layer: 14 MB per batch of 256), and the
-    backward pass takes its derivative from the output alone (MXNet's
-    MKL-DNN backend fuses the same pair).  gluon's ``Conv2D(...,
+    A relu is applied to each band of the GEMM's output while it is still
+    in the CPU cache, instead of in a second pass over the largest array of
+    a CNN (LeNet's first layer: 14 MB per batch of 256); the other
+    activations run on every core over the whole output right after the
+    GEMM (``cpu_kernels``: one band is too small to split).  The backward
+    pass takes the derivative from the output alone (MXNet's MKL-DNN
+    backend fuses the same pair).  gluon's ``Conv2D(...,
     activation=...)`` runs this op; the values are those of the two ops in
     sequence.
     """
