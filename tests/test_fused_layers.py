@@ -100,3 +100,25 @@ def test_softmax_ce_loss_other_cases_keep_the_general_path():
     with pytest.raises(ValueError, match='_softmax_ce_loss'):
         mx.ndarray.invoke(mx.ndarray.registry.OPS['_softmax_ce_loss'],
                           (nd.ones((4, 3)), nd.ones((5,))))
+
+
+def test_second_order_gradient_through_the_fused_loss_equals_the_op_chain():
+    """d/dx |dL/dx|^2 through ``_softmax_ce_loss`` (its gradient op is
+    differentiable) equals the same through the op chain."""
+    X = np.random.default_rng(3).standard_normal((5, 4))
+    y = nd.array([0, 3, 1, 2, 7])                 # 7: out of range, dropped
+    grads = []
+    for fused in (True, False):
+        x = nd.array(X)
+        x.attach_grad()
+        with autograd.record():
+            if fused:
+                l = gluon.loss.SoftmaxCrossEntropyLoss()(x, y)
+            else:
+                l = (-nd.pick(nd.log_softmax(x), y, keepdims=True)).mean(axis=1)
+            g = autograd.grad(l.sum(), [x], create_graph=True)[0]
+            z = (g * g).sum()
+        z.backward()
+        grads.append(x.grad.asnumpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)
+    assert np.abs(grads[0]).max() > 1e-3                 # not trivially zero

@@ -138,12 +138,17 @@ class SoftmaxCELoss(Op):
 
 @register
 class SoftmaxCELossGrad(Op):
-    """The gradient ``_softmax_ce_loss`` sends back to the logits."""
+    """The gradient ``_softmax_ce_loss`` sends back to the logits:
+    ``-g * (onehot - r * p)`` with ``p = softmax(x)`` and ``r`` = 1 for a
+    label in range (0 for one ``one_hot`` drops).  Differentiable, so
+    second-order gradients through the loss work as through the op chain."""
     name = '_softmax_ce_loss_grad'
-    differentiable = False
+    cases = (Case(inputs=[lambda r: r.uniform(0.5, 1.5, (4,)),
+                          lambda r: r.uniform(-1, 1, (4, 3)), [0, 2, 1, 5]],
+                  grad=[0, 1]),)
 
     def infer(self, shapes, dtypes):
-        return shapes[1], dtypes[1]
+        return shapes[1], _float_dtype(self.name, dtypes[1:2])
 
     def forward(self, g, x, label):
         xp = _xp(x)
@@ -151,7 +156,16 @@ class SoftmaxCELossGrad(Op):
         hot = label.astype(np.int64).reshape(-1, 1) == xp.arange(x.shape[1])
         gy = xp.where(hot, 1.0, 0.0).astype(x.dtype) * -(g[:, None] / 1)
         p = xp.exp(logp)                             # log_softmax's backward
-        return gy - p * gy.sum(axis=-1, keepdims=True)
+        return (gy - p * gy.sum(axis=-1, keepdims=True)).astype(x.dtype, copy=False)
+
+    def backward(self, gg, inputs, out):
+        g, x, label = inputs
+        p = invoke(OPS['softmax'], (x,), {'axis': -1})
+        hot = one_hot(label, x.shape[1], dtype=x.dtype)
+        r = hot.sum(axis=1, keepdims=True)
+        dg = -(gg * (hot - p * r)).sum(axis=1)
+        v = gg * g.reshape((-1, 1)) * r              # through p: softmax's backward
+        return [dg, p * (v - (p * v).sum(axis=1, keepdims=True)), None]
 
 
 @register
