@@ -25,7 +25,8 @@ elementwise thread shares a core with one of them.  Measured, the same
 sigmoid right after a GEMM: 3.0 ms with two threads, 3.0 ms with one.
 
 A kernel is an ordinary function of NumPy arrays, ``kernel(out, *inputs,
-*scratch)``, written with ``out=`` ufunc calls.  :func:`run` calls it on
+*scratch)``, written with ``out=`` ufunc calls; the parameters after the
+inputs name the temporary buffers it needs.  :func:`run` calls it on
 chunks; on whole arrays it computes the same thing, so reading a kernel is
 reading the formula.  Elementwise results do not depend on where the chunks
 are cut, so the threaded result is bit-identical to the one-pass NumPy
@@ -57,6 +58,7 @@ def large(a):
     """Whether ``a`` is a float NumPy array worth this module's kernels;
     any other array gets the plain NumPy expression (the same numbers)."""
     return type(a) is np.ndarray and a.size >= LARGE and a.dtype.kind == 'f'
+
 
 _POOL = {'pool': None, 'size': 0}
 _POOL_LOCK = threading.Lock()
@@ -100,14 +102,23 @@ def _walk(kernel, arrays, lo, hi, n_scratch, dtype, chunk):
         kernel(*[a[s:e] for a in arrays], *[b[:e - s] for b in scratch])
 
 
-def run(kernel, out, *inputs, scratch=0, chunk=CHUNK):
+def _scratch_of(kernel, n_inputs):
+    """The scratch buffers ``kernel`` takes: its named parameters after
+    ``out`` and the inputs (``sigmoid(out, x, e, t)``: two)."""
+    return max(0, kernel.__code__.co_argcount - 1 - n_inputs)
+
+
+def run(kernel, out, *inputs, scratch=None, chunk=CHUNK):
     """``kernel(out, *inputs, *scratch_buffers)`` over all of ``out``;
     returns ``out``.
 
     ``inputs`` have ``out``'s shape; ``scratch`` is how many temporary
-    buffers (of ``out``'s dtype) the kernel uses.  ``chunk=None``: no
-    chunking within a thread (a one-pass kernel gains nothing from it).
+    buffers (of ``out``'s dtype) the kernel uses, by default read off its
+    parameters.  ``chunk=None``: no chunking within a thread (a one-pass
+    kernel gains nothing from it).
     """
+    if scratch is None:
+        scratch = _scratch_of(kernel, len(inputs))
     arrays = (out,) + inputs
     n = out.size
     flat = _flat(arrays) if n >= LARGE and type(out) is np.ndarray else None
@@ -225,7 +236,7 @@ def softsign(out, x, t):
     np.divide(x, t, out=out)
 
 
-def apply(kernel, *inputs, scratch=0, chunk=CHUNK):
+def apply(kernel, *inputs, scratch=None, chunk=CHUNK):
     """A new array of ``kernel`` over ``inputs`` (laid out like the first)."""
     return run(kernel, _xp(inputs[0]).empty_like(inputs[0]), *inputs,
                scratch=scratch, chunk=chunk)

@@ -63,14 +63,14 @@ def _sigmoid(a):
     # exp(-|a|) never overflows; the two branches meet at 0.  Float arrays
     # take the same formula as a threaded, in-cache kernel (cpu_kernels).
     if cpu_kernels.large(a):
-        return cpu_kernels.apply(cpu_kernels.sigmoid, a, scratch=2)
+        return cpu_kernels.apply(cpu_kernels.sigmoid, a)
     e = np.exp(-np.abs(a))
     return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
 
 
 def _softrelu(a):
     if cpu_kernels.large(a):
-        return cpu_kernels.apply(cpu_kernels.softrelu, a, scratch=1)
+        return cpu_kernels.apply(cpu_kernels.softrelu, a)
     return (np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))).astype(a.dtype, copy=False)
 
 

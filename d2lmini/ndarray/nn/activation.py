@@ -20,7 +20,7 @@ def _away_from_zero(shape):
 
 def _softsign(a):
     if cpu_kernels.large(a):
-        return cpu_kernels.apply(cpu_kernels.softsign, a, scratch=1)
+        return cpu_kernels.apply(cpu_kernels.softsign, a)
     return a / (1 + abs(a))
 
 
@@ -46,9 +46,9 @@ _ACTIVATIONS = {
 }
 
 
-_KERNELS = {'relu': (cpu_kernels.relu, 0), 'sigmoid': (cpu_kernels.sigmoid, 2),
-            'tanh': (cpu_kernels.tanh, 0), 'softrelu': (cpu_kernels.softrelu, 1),
-            'softsign': (cpu_kernels.softsign, 1)}
+_KERNELS = {'relu': cpu_kernels.relu, 'sigmoid': cpu_kernels.sigmoid,
+            'tanh': cpu_kernels.tanh, 'softrelu': cpu_kernels.softrelu,
+            'softsign': cpu_kernels.softsign}
 
 
 def activate_(a, act_type):
@@ -56,8 +56,7 @@ def activate_(a, act_type):
     ``a`` (a new array for non-float ``a``)."""
     if a.dtype.kind != 'f':
         return _ACTIVATIONS[act_type][0](a)
-    kernel, scratch = _KERNELS[act_type]
-    return cpu_kernels.run(kernel, a, a, scratch=scratch)
+    return cpu_kernels.run(_KERNELS[act_type], a, a)
 
 
 # The derivative of each activation from its OUTPUT y alone, as MXNet's
@@ -87,10 +86,8 @@ class _FromOutputBackward(Op):
         return shapes[0], dtypes[0]
 
     def forward(self, g, y):
-        if cpu_kernels.large(g) and g.dtype == y.dtype:
-            return cpu_kernels.apply(self.kernel, g, y, scratch=self.scratch)
-        out = _xp(g).empty_like(g, dtype=np.result_type(g, y))
-        self.kernel(out, g, y, *[_xp(g).empty_like(out) for _ in range(self.scratch)])
+        out = _xp(g).empty_like(g, dtype=np.result_type(g.dtype, y.dtype))
+        cpu_kernels.run(self.kernel, out, g, y)
         return out.astype(g.dtype, copy=False)      # the head gradient's dtype
 
 
@@ -110,7 +107,6 @@ class ReluBackward(_FromOutputBackward):
                           lambda r: np.maximum(r.uniform(-1, 1, (3, 4)), 0)], grad=[0]),)
 
     kernel = staticmethod(cpu_kernels.relu_backward)
-    scratch = 0
 
     def forward(self, g, y):
         xp = _xp(g)
@@ -128,7 +124,6 @@ class SigmoidBackward(_FromOutputBackward):
     """``g * y * (1 - y)``, sigmoid's gradient from its output ``y``."""
     name = '_sigmoid_backward'
     kernel = staticmethod(cpu_kernels.sigmoid_backward)
-    scratch = 1
     cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 4)),
                           lambda r: r.uniform(0.1, 0.9, (3, 4))]),)
 
@@ -142,7 +137,6 @@ class TanhBackward(_FromOutputBackward):
     """``g * (1 - y * y)``, tanh's gradient from its output ``y``."""
     name = '_tanh_backward'
     kernel = staticmethod(cpu_kernels.tanh_backward)
-    scratch = 0
     cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 4)),
                           lambda r: r.uniform(-0.9, 0.9, (3, 4))]),)
 
