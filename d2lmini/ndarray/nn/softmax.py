@@ -127,10 +127,8 @@ class SoftmaxCELoss(Op):
         return d[:1], _float_dtype(self.name, dtypes[:1])
 
     def forward(self, x, label):
-        xp = _xp(x)
         logp = OPS['log_softmax'].forward(x, axis=-1)
-        idx = xp.clip(label.astype(np.int64).reshape(-1, 1), 0, x.shape[1] - 1)
-        return -xp.take_along_axis(logp, idx, axis=1)[:, 0]
+        return -OPS['pick'].forward(logp, label.reshape(-1), axis=-1)
 
     def backward(self, g, inputs, out):
         return [invoke(OPS['_softmax_ce_loss_grad'], (g,) + tuple(inputs)), None]
@@ -153,8 +151,8 @@ class SoftmaxCELossGrad(Op):
     def forward(self, g, x, label):
         xp = _xp(x)
         logp = OPS['log_softmax'].forward(x, axis=-1)
-        hot = label.astype(np.int64).reshape(-1, 1) == xp.arange(x.shape[1])
-        gy = xp.where(hot, 1.0, 0.0).astype(x.dtype) * -(g[:, None] / 1)
+        hot = OPS['one_hot'].forward(label.reshape(-1), x.shape[1], dtype=x.dtype)
+        gy = hot * -(g[:, None] / 1)                 # what pick and negative send
         p = xp.exp(logp)                             # log_softmax's backward
         return (gy - p * gy.sum(axis=-1, keepdims=True)).astype(x.dtype, copy=False)
 
