@@ -33,6 +33,9 @@ from d2lmini import autograd, gluon, nd, d2l, init      # noqa: E402
 from d2lmini import engine                              # noqa: E402
 from d2lmini.gluon import nn                            # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_hybrid import data   # noqa: E402  (real Fashion-MNIST images, or random)
+
 # (model, batch size) of each pair of rows, in table order.
 SPECS = [('classic', 256), ('mlp', 256),
          ('lenet', 16), ('lenet', 64), ('lenet', 256), ('lenet', 1024)]
@@ -46,21 +49,13 @@ BLOCK_S = 0.25         # aimed-for length of one timed block
 PAUSE = 0.2
 
 
-def cores():
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def _torch():
     """PyTorch, with one thread per usable core, or None if not installed."""
     try:
         import torch
     except ImportError:
         return None
-    torch.set_num_threads(cores())
+    torch.set_num_threads(engine._cores())
     return torch
 
 
@@ -98,28 +93,6 @@ def _calls_per_block(fn, block_s):
         spent = time.perf_counter() - t
         if spent >= block_s / 4:
             return max(1, round(block_s * n / spent))
-
-
-def data(n, seed=0, real=True):
-    """``n`` Fashion-MNIST training images ``(n, 1, 28, 28)`` in [0, 1] and
-    their labels, float32 (random ones of the same shape, with a note on
-    stderr, if the files cannot be found; or with ``real=False``)."""
-    if real:
-        from d2lmini.gluon.data.vision import FashionMNIST, fashion_mnist_files
-        try:
-            fashion_mnist_files.find_or_download(True, download=False)
-            mnist = FashionMNIST(train=True)
-            idx = np.random.default_rng(seed).choice(len(mnist), n, replace=False)
-            images, labels = mnist[np.sort(idx)]
-            X = images.asnumpy().transpose(0, 3, 1, 2).astype(np.float32) / 255
-            return X, labels.astype(np.float32)
-        except (OSError, ValueError) as e:
-            first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            print(f'bench_models: no Fashion-MNIST ({first}); random images '
-                  f'instead', file=sys.stderr)
-    rng = np.random.default_rng(seed)
-    return (rng.random((n, 1, 28, 28), dtype=np.float32),
-            rng.integers(0, 10, n).astype(np.float32))
 
 
 # --- the models -----------------------------------------------------------------
@@ -261,7 +234,7 @@ def _unit(torch):
     blas = f'OpenBLAS {blas} threads' if blas else 'BLAS threads unknown (not OpenBLAS)'
     ref = f'torch {torch.get_num_threads()} threads' if torch else 'no PyTorch'
     return (f'images/s (ratio = ours / PyTorch CPU, same run; {blas}, {ref}, '
-            f'{cores()} cores)')
+            f'{engine._cores()} cores)')
 
 
 def run(specs=SPECS, timer=best_alternating, real=True):
