@@ -36,11 +36,12 @@ endif
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 NO_BROWSER_FLAG := $(if $(filter 1 yes true,$(NO_BROWSER)),--no-browser)
 
-.PHONY: help install test book lab notebooks bench clean distclean
+.PHONY: help install test test-gpu-standin book lab notebooks bench clean distclean
 
 help:
 	@echo "make install    create .venv with everything (tests, notebooks, book)"
 	@echo "make test       pytest tests/, then nbval over chapters/*.ipynb"
+	@echo "make test-gpu-standin  the same with gpu(0) on the strict CuPy stand-in"
 	@echo "make book       static site in _build/html (open _build/html/index.html)"
 	@echo "make lab        JupyterLab on chapters/ (NO_BROWSER=1, LAB_PORT=8888)"
 	@echo "make notebooks  re-execute chapters/*.ipynb in place and clean them"
@@ -83,6 +84,21 @@ ifneq ($(NOTEBOOKS),)
 	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
 else
 	@echo "make test: no chapters/*.ipynb yet; skipping nbval"
+endif
+
+# The GPU code paths without a GPU: the whole suite and every notebook with
+# gpu(0) as the default context (two GPUs, so the multi-device code runs on
+# gpu(0) and gpu(1)), backed by tests/cupy_standin.py, a CuPy stand-in that
+# computes on the host and is strict about the host/device boundary.
+STANDIN_ENV := D2LMINI_CUPY=cupy_standin D2LMINI_DEFAULT_CONTEXT='gpu(0)' \
+  D2LMINI_STANDIN_GPUS=2 PYTHONPATH="$(abspath tests)$${PYTHONPATH:+:$$PYTHONPATH}"
+test-gpu-standin: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg $(STANDIN_ENV) \
+	  $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/
+ifneq ($(NOTEBOOKS),)
+	PATH="$(abspath $(BIN)):$$PATH" $(STANDIN_ENV) $(BIN)/pytest -p no:cacheprovider -q \
+	  --nbval-lax --nbval-current-env \
+	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
 endif
 
 # Renders the committed notebook outputs; executes nothing (see chapters/conf.py).

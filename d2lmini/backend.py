@@ -1,15 +1,29 @@
 """Array backends: NumPy for CPU contexts, CuPy for GPU contexts.
 
 This is the only module that imports :mod:`cupy`.  Everything else asks
-:func:`xp` for the array module of a context and stays backend-agnostic.
+:func:`xp` (or :func:`xp_of`) for the array module of a context (or array)
+and stays backend-agnostic.
+
+``D2LMINI_CUPY`` names another module to import in CuPy's place.  The tests
+set it to ``cupy_standin`` (``tests/cupy_standin.py``, strict about the
+host/device boundary, computing on the host) so that every GPU code path runs
+in CI on machines without a GPU: ``make test-gpu-standin``.
 """
+import importlib
+import os
+
 import numpy as np
 
 from .base import MXNetError
 
+_CUPY_MODULE = os.environ.get('D2LMINI_CUPY', 'cupy')
 try:                                   # optional: pip install -e .[gpu]
-    import cupy as _cupy
-except Exception:                      # ImportError, or a CUDA driver problem
+    _cupy = importlib.import_module(_CUPY_MODULE)
+except ImportError:
+    if _CUPY_MODULE != 'cupy':         # asked for by name: say so
+        raise
+    _cupy = None
+except Exception:                      # a CUDA driver problem
     _cupy = None
 
 _GPU_HELP = ("d2lmini needs CuPy and a CUDA GPU for gpu contexts. Install the GPU "
@@ -29,7 +43,7 @@ def num_gpus():
 def nccl():
     """CuPy's NCCL bindings (``cupy.cuda.nccl``), or None where there is no
     CuPy, no GPU or no NCCL (``d2lmini.horovod`` then sums through the host)."""
-    if _cupy is None or num_gpus() == 0:
+    if _cupy is None or _CUPY_MODULE != 'cupy' or num_gpus() == 0:
         return None
     try:
         from cupy.cuda import nccl as _nccl
@@ -118,5 +132,19 @@ def asarray_on(data, ctx, dtype=None):
 
 
 def xp_of(a):
-    """The array module of backend array ``a``."""
-    return _cupy if is_gpu_array(a) else np
+    """The array module of backend array ``a`` (numpy for a NumPy array,
+    which is checked first: this is on the path of every CPU operator)."""
+    return np if a.__class__ is np.ndarray else (_cupy if is_gpu_array(a) else np)
+
+
+def same_function(f, a):
+    """NumPy function ``f`` as it applies to backend array ``a``: ``f`` itself
+    on the host, the function of the same name on a GPU (CuPy mirrors NumPy's
+    names: ``np.exp`` -> ``cupy.exp``).  ``f`` that is not NumPy's own (a
+    lambda, a helper) is returned as it is: it must be backend-agnostic."""
+    if a.__class__ is np.ndarray:
+        return f
+    name = getattr(f, '__name__', None)
+    if name and getattr(np, name, None) is f and is_gpu_array(a):
+        return getattr(_cupy, name)
+    return f

@@ -14,6 +14,8 @@ cpu(1)
 ...     mx.context.current_context()
 cpu(1)
 """
+import os
+import re
 import threading
 
 __all__ = ['Context', 'cpu', 'gpu', 'current_context', 'num_gpus']
@@ -101,8 +103,17 @@ def current_context():
     return st[-1] if st else _DEFAULT[0]
 
 
-# The process-wide default; tests re-run the suite on GPU by swapping it.
-_DEFAULT = [Context('cpu', 0)]
+def _from_env(text):
+    """``D2LMINI_DEFAULT_CONTEXT`` ("gpu(0)", "gpu", "cpu(1)") as a Context."""
+    m = re.fullmatch(r'\s*(cpu|gpu)\s*(?:\(\s*(\d*)\s*\))?\s*', text or 'cpu(0)')
+    if m is None:
+        raise ValueError(f'D2LMINI_DEFAULT_CONTEXT={text!r}: expected cpu(i) or gpu(i)')
+    return Context(m.group(1), int(m.group(2) or 0))
+
+
+# The process-wide default, cpu(0) unless D2LMINI_DEFAULT_CONTEXT says
+# otherwise (the GPU runs of the tests and notebooks set it to gpu(0)).
+_DEFAULT = [_from_env(os.environ.get('D2LMINI_DEFAULT_CONTEXT'))]
 
 
 def set_default_context(ctx):

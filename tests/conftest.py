@@ -3,6 +3,10 @@
 ``ctx`` runs a test on ``cpu(0)`` and, when CuPy sees a GPU, again on
 ``gpu(0)`` (made the default context for that run), as MXNet's test suite
 re-runs its CPU tests with a GPU default context.
+
+``make test-gpu-standin`` runs the whole suite with ``gpu(0)`` as the default
+context and ``D2LMINI_CUPY=cupy_standin``: GPU contexts backed by the strict
+CuPy stand-in of ``cupy_standin.py``, so every GPU code path runs in CI.
 """
 import os
 import pathlib
@@ -14,6 +18,7 @@ import d2lmini as mx
 from d2lmini import context
 
 HAS_GPU = mx.num_gpus() > 0
+STANDIN = mx.backend._CUPY_MODULE == 'cupy_standin'   # GPUs on the stand-in
 DEVICES = [mx.cpu(0), pytest.param(mx.gpu(0), marks=pytest.mark.skipif(
     not HAS_GPU, reason='no GPU (install the [gpu] extra on a CUDA machine)'))]
 

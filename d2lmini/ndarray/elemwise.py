@@ -36,13 +36,20 @@ def _large_to(f):
 
 def _keep_dtype(f):
     """MXNet keeps the input dtype (exp of int32 is int32); NumPy would promote,
-    and the data would disagree with the dtype ``infer`` announced."""
+    and the data would disagree with the dtype ``infer`` announced.
+    A GPU array takes ``f``'s CuPy namesake (:func:`backend.same_function`)."""
     large, big = _large_to(f)
 
     def fwd(a):
-        r = big(a) if a.size >= large else f(a)
+        if a.__class__ is not _HOST:
+            r = backend.same_function(f, a)(a)
+        else:
+            r = big(a) if a.size >= large else f(a)
         return r if r.dtype == a.dtype else r.astype(a.dtype)
     return fwd
+
+
+_HOST = np.ndarray
 
 
 def _unary(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
@@ -64,14 +71,16 @@ def _sigmoid(a):
     # take the same formula as a threaded, in-cache kernel (cpu_kernels).
     if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.sigmoid, a)
-    e = np.exp(-np.abs(a))
-    return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+    xp = backend.xp_of(a)
+    e = xp.exp(-xp.abs(a))
+    return xp.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
 
 
 def _softrelu(a):
     if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.softrelu, a)
-    return (np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))).astype(a.dtype, copy=False)
+    xp = backend.xp_of(a)
+    return (xp.maximum(a, 0) + xp.log1p(xp.exp(-xp.abs(a)))).astype(a.dtype, copy=False)
 
 
 def _erf(a):
@@ -120,13 +129,13 @@ _unary('abs',       np.abs,          lambda g, x, y: g * sign(x),           0.1,
 _unary('sign',      np.sign,         None, differentiable=False)
 _unary('sigmoid',   _sigmoid,        lambda g, x, y: invoke(OPS['_sigmoid_backward'], (g, y)))
 _unary('tanh',      np.tanh,         lambda g, x, y: invoke(OPS['_tanh_backward'], (g, y)))
-_unary('relu',      lambda a: np.maximum(a, 0),   # backward: MXNet's relu_grad, NaN -> NaN
+_unary('relu',      lambda a: backend.xp_of(a).maximum(a, 0),   # backward: MXNet's relu_grad, NaN -> NaN
                     lambda g, x, y: invoke(OPS['_relu_backward'], (g, y)),  0.1, 1.0)
 _unary('softrelu',  _softrelu,       lambda g, x, y: g * sigmoid(x))
 _unary('sin',       np.sin,          lambda g, x, y: g * cos(x))
 _unary('cos',       np.cos,          lambda g, x, y: -g * sin(x))
 _unary('reciprocal', np.reciprocal,  lambda g, x, y: -g * y * y,            0.5, 2.0)
-_unary('rsqrt',     lambda a: 1 / np.sqrt(a),
+_unary('rsqrt',     lambda a: 1 / backend.xp_of(a).sqrt(a),
                                      lambda g, x, y: -0.5 * g * y / x,      0.5, 2.0)
 _unary('log1p',     np.log1p,        lambda g, x, y: g / (1 + x),           0.0, 1.0)
 _unary('expm1',     np.expm1,        lambda g, x, y: g * (y + 1))
@@ -143,7 +152,7 @@ _unary('log2',      np.log2,         lambda g, x, y: g / (x * float(np.log(2))),
 _unary('log10',     np.log10,        lambda g, x, y: g / (x * float(np.log(10))),
        0.2, 2.0)
 _unary('cbrt',      np.cbrt,         lambda g, x, y: g / (3 * y * y),       0.2, 2.0)
-_unary('rcbrt',     lambda a: 1 / np.cbrt(a),
+_unary('rcbrt',     lambda a: 1 / backend.xp_of(a).cbrt(a),
                                      lambda g, x, y: -g * y / (3 * x),      0.5, 2.0)
 _unary('degrees',   np.degrees,      lambda g, x, y: g * float(180 / np.pi))
 _unary('radians',   np.radians,      lambda g, x, y: g * float(np.pi / 180))
@@ -224,7 +233,7 @@ class Clip(Unary):
     cases = (Case((4, 5), a_min=-0.5, a_max=0.5),)
 
     def forward(self, a, a_min, a_max):
-        r = np.clip(a, a_min, a_max)
+        r = backend.xp_of(a).clip(a, a_min, a_max)
         return r if r.dtype == a.dtype else r.astype(a.dtype)
 
     def backward(self, g, inputs, out, a_min, a_max):
@@ -255,7 +264,10 @@ def _binary_op(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
     large, big = _large_to(forward)
 
     def fwd(a, b):
-        r = big(a, b) if a.size >= large else forward(a, b)
+        if a.__class__ is not _HOST:
+            r = backend.same_function(forward, a)(a, b)
+        else:
+            r = big(a, b) if a.size >= large else forward(a, b)
         dt = result_dtype(a.dtype, b.dtype)      # int32 / int32 stays int32
         return r if r.dtype == dt else r.astype(dt)
     register(type(name, (Binary,), {
@@ -266,7 +278,8 @@ def _binary_op(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
 
 def _cmp(f):
     def fwd(a, b):
-        return f(a, b).astype(np.result_type(a, b), copy=False)
+        return backend.same_function(f, a)(a, b).astype(
+            np.result_type(a.dtype, b.dtype), copy=False)
     return fwd
 
 
@@ -302,7 +315,10 @@ def _scalar_op(name, forward, backward, low=-1.0, high=1.0, scalar=0.7,
     large, big = _large_to(forward)
 
     def fwd(a, scalar):
-        r = big(a, scalar) if a.size >= large else forward(a, scalar)
+        if a.__class__ is not _HOST:
+            r = backend.same_function(forward, a)(a, scalar)
+        else:
+            r = big(a, scalar) if a.size >= large else forward(a, scalar)
         # NumPy may promote (int array / float scalar); MXNet keeps a's dtype.
         return r if r.dtype == a.dtype else r.astype(a.dtype)
     register(type(name, (Scalar,), {
@@ -330,7 +346,7 @@ _scalar_op('_maximum_scalar',   np.maximum,              lambda g, x, s, y: g * 
            scalar=0.05)
 _scalar_op('_minimum_scalar',   np.minimum,              lambda g, x, s, y: g * (x <= s),
            scalar=0.05)
-for _n, _f in [('_mod_scalar', np.mod), ('_rmod_scalar', lambda a, s: np.mod(s, a)),
+for _n, _f in [('_mod_scalar', np.mod), ('_rmod_scalar', lambda a, s: s % a),
                ('_equal_scalar', np.equal), ('_not_equal_scalar', np.not_equal),
                ('_greater_scalar', np.greater), ('_greater_equal_scalar', np.greater_equal),
                ('_lesser_scalar', np.less), ('_lesser_equal_scalar', np.less_equal)]:
