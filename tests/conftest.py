@@ -34,6 +34,28 @@ def ctx(request):
         context._DEFAULT[0] = old
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'cpu_context: the test is about CPU-only machinery (NumPy '
+        'kernels, threads, host files); it runs with cpu(0) as the default '
+        'context even in the GPU runs')
+
+
+@pytest.fixture(autouse=True)
+def _cpu_context(request):
+    """``@pytest.mark.cpu_context``: cpu(0) is the default context here."""
+    if request.node.get_closest_marker('cpu_context') is None:
+        yield
+        return
+    old = context._DEFAULT[0]
+    context.set_default_context(mx.cpu(0))
+    try:
+        yield
+    finally:
+        mx.nd.waitall()
+        context._DEFAULT[0] = old
+
+
 @pytest.fixture(params=['threaded', 'naive'])
 def engine_kind(request):
     """Run a test under both the asynchronous and the synchronous engine."""
