@@ -300,7 +300,7 @@ def asarray(obj, dtype=None, order=None):
         if (dtype is None or _np.dtype(dtype) == obj.dtype) and order in (None, 'K', 'A'):
             return obj
         return _wrap(_np.asarray(obj._a, dtype=dtype, order=order))
-    return array(obj, dtype=dtype, copy=isinstance(obj, ndarray), order=order or 'K')
+    return array(obj, dtype=dtype, copy=True, order=order or 'K')   # host -> device
 
 
 asanyarray = asarray
