@@ -92,9 +92,10 @@ endif
 # computes on the host and is strict about the host/device boundary.
 STANDIN_ENV := D2LMINI_CUPY=cupy_standin D2LMINI_DEFAULT_CONTEXT='gpu(0)' \
   D2LMINI_STANDIN_GPUS=2 PYTHONPATH="$(abspath tests)$${PYTHONPATH:+:$$PYTHONPATH}"
+STANDIN_TEST_ARGS ?=       # extra pytest arguments for its tests/ part, e.g. -n 2
 test-gpu-standin: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg $(STANDIN_ENV) \
-	  $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/
+	  $(BIN)/pytest -p no:cacheprovider -q $(STANDIN_TEST_ARGS) $(PYTEST_ARGS) tests/
 ifneq ($(NOTEBOOKS),)
 	PATH="$(abspath $(BIN)):$$PATH" $(STANDIN_ENV) $(BIN)/pytest -p no:cacheprovider -q \
 	  --nbval-lax --nbval-current-env \
