@@ -98,7 +98,7 @@ test-gpu-standin: $(STAMP)
 	  $(BIN)/pytest -p no:cacheprovider -q $(STANDIN_TEST_ARGS) $(PYTEST_ARGS) tests/
 ifneq ($(NOTEBOOKS),)
 	PATH="$(abspath $(BIN)):$$PATH" $(STANDIN_ENV) $(BIN)/pytest -p no:cacheprovider -q \
-	  --nbval-lax --nbval-current-env \
+	  --nbval-lax --nbval-current-env --nbval-sanitize-with tests/standin_sanitize.cfg \
 	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
 endif
 
