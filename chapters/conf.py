@@ -34,6 +34,10 @@ def _chapter_exists(stem: str) -> bool:
 # appears or goes) makes Sphinx re-read every page, not serve a stale toctree.
 BOOK_CHAPTERS = [str(c) for c in BOOK.get("chapters") or []]
 book_toc = [c for c in BOOK_CHAPTERS if _chapter_exists(c)]
+# Chapters and their sections are numbered (1., 1.1., ...) in the navigation
+# and the page titles.  Also a config value, so that turning it off or on
+# re-reads every page (the numbers are stored with each page).
+book_toc_numbered = True
 
 extensions = [
     "myst_nb",  # brings myst_parser with it; do not list both
@@ -63,6 +67,11 @@ html_theme_options = {
     "show_toc_level": 2,
     "home_page_in_toc": False,
 }
+# pydata-sphinx-theme (under sphinx-book-theme) logs a console error on a
+# reader's first visit unless the default light/dark mode is set.
+html_context = {"default_mode": "auto"}
+# Without an icon of its own the browser asks for /favicon.ico (a 404).
+html_favicon = "_static/favicon.svg"
 html_show_sourcelink = False
 html_last_updated_fmt = None
 
@@ -72,12 +81,14 @@ TOC_START = "\n\n<!-- toctree generated from book.yml by chapters/conf.py -->\n"
 def _append_toctree(app, docname, source):
     if docname == app.config.root_doc:
         body = "\n".join(app.config.book_toc)
+        numbered = ":numbered:\n" if app.config.book_toc_numbered else ""
         source[0] += (f"{TOC_START}\n```{{toctree}}\n:maxdepth: 1\n"
-                      f":caption: Chapters\n\n{body}\n```\n")
+                      f":caption: Chapters\n{numbered}\n{body}\n```\n")
 
 
 def setup(app):
     app.add_config_value("book_toc", [], "env")
+    app.add_config_value("book_toc_numbered", True, "env")
     app.connect("source-read", _append_toctree)
     log = logging.getLogger(__name__)
     for stem in BOOK_CHAPTERS:
