@@ -36,13 +36,14 @@ endif
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 NO_BROWSER_FLAG := $(if $(filter 1 yes true,$(NO_BROWSER)),--no-browser)
 
-.PHONY: help install test test-gpu-standin book lab notebooks bench clean distclean
+.PHONY: help install test test-gpu-standin book book-check lab notebooks bench clean distclean
 
 help:
 	@echo "make install    create .venv with everything (tests, notebooks, book)"
 	@echo "make test       pytest tests/, then nbval over chapters/*.ipynb"
 	@echo "make test-gpu-standin  the same with gpu(0) on the strict CuPy stand-in"
 	@echo "make book       static site in _build/html (open _build/html/index.html)"
+	@echo "make book-check load the built book in headless chromium and check it"
 	@echo "make lab        JupyterLab on chapters/ (NO_BROWSER=1, LAB_PORT=8888)"
 	@echo "make notebooks  re-execute chapters/*.ipynb in place and clean them"
 	@echo "make bench      python benchmarks/run.py (installs torch 2.13.0 if it can)"
@@ -106,6 +107,15 @@ endif
 book: $(STAMP)
 	$(BIN)/sphinx-build -b html -d _build/doctrees $(SPHINXOPTS) chapters _build/html
 	@echo "open _build/html/index.html"
+
+# Checks the site `make book` built, in a real headless browser (Debian's
+# chromium; apt-get install chromium): every page free of console errors and
+# failed loads, the navigation numbered in book.yml's order, images loaded,
+# math rendered, the search working.  Screenshots go to _build/screenshots/.
+# See tools/book_check.py.
+book-check: $(STAMP)
+	$(BIN)/python tools/book_check.py _build/html --book book.yml \
+	  --screenshots _build/screenshots
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=chapters --port=$(strip $(LAB_PORT)) \
