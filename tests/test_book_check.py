@@ -55,15 +55,30 @@ def test_nav_problems_order_missing_and_numbers():
     stems = ['a', 'b', 'c']
     swapped = bc.nav_entries(_nav(('b.html', '1. Beta'), ('a.html', '2. Alpha'),
                                   ('c.html', '3. Gamma')))
-    assert any('book.yml has' in p for p in bc.nav_problems(swapped, stems))
-    missing = bc.nav_entries(_nav(('a.html', '1. Alpha'), ('b.html', '2. Beta')))
-    assert bc.nav_problems(missing, stems)
+    assert bc.nav_problems(swapped, stems) == [
+        'navigation order differs from book.yml: b comes where book.yml has a']
+    missing = bc.nav_entries(_nav(('a.html', '1. Alpha'), ('b.html', '2. Beta'),
+                                  ('x.html', '3. Extra')))
+    assert bc.nav_problems(missing, stems) == [
+        'navigation lacks c', 'navigation has x, which book.yml does not list']
     unnumbered = bc.nav_entries(_nav(('a.html', 'Alpha'), ('b.html', '2. Beta'),
                                      ('c.html', '4. Gamma')))
     problems = bc.nav_problems(unnumbered, stems)
     assert len(problems) == 2
     assert "entry 1 (a)" in problems[0] and "entry 3 (c)" in problems[1]
-    assert bc.nav_problems([], stems)
+    assert 'no navigation' in bc.nav_problems([], stems)[0]
+
+
+def test_problems_are_capped_per_page_and_grouped_across_pages():
+    report = bc.PageReport('p')
+    report.math_problems = [f'm{i}' for i in range(bc.MAX_LISTED + 3)]
+    report.nav_problems = ['navigation lacks c']
+    listed = report.problems
+    assert listed[bc.MAX_LISTED] == 'math: ... and 3 more'
+    assert len(listed) == bc.MAX_LISTED + 2
+    lines = bc.group_problems([('a', ['x', 'y']), ('b', ['x']), ('c', ['x']),
+                               ('d', ['x'])])
+    assert lines == ['a, b, ... (4 pages): x', 'a: y']
 
 
 # --- unrendered math ---------------------------------------------------------------
@@ -213,7 +228,8 @@ def test_check_passes_a_good_fake_site(tmp_path):
                       searches={'b': 'zebra'}, out=out)
     assert problems == [], out.getvalue()
     table = out.getvalue()
-    assert 'index' in table and 'search "zebra"' in table and 'finds it' in table
+    assert 'index' in table and 'search "zebra" -> b' in table
+    assert ' NO' not in table
     for name in ('index.png', 'a.png'):
         assert (tmp_path / 'shots' / name).read_bytes()[:8] == _PNG[:8]
 
@@ -229,7 +245,8 @@ def test_check_finds_what_is_broken(tmp_path):
     assert 'a: image did not load' in text and 'pic.png' not in text
     assert r'a: math: not typeset: \(x^2\)' in text
     assert 'a: math: TeX in the text: $y$' in text
-    assert 'index: navigation lists' in text and 'not numbered' in text
+    assert 'index, a, b: navigation order differs from book.yml' in text
+    assert "index, a, b: navigation entry 2 (a) is 'Alpha', not numbered" in text
     assert "search for 'zebra' does not find a" in text
 
 

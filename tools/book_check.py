@@ -78,6 +78,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE_TIMEOUT = 30.0      # seconds for one page to load and settle
 START_TIMEOUT = 30.0     # seconds for chromium to start
 VIEWPORT = (1280, 900)
+MAX_LISTED = 5           # problems of one kind listed per page
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome",
                   "google-chrome-stable")
 
@@ -162,9 +163,23 @@ def nav_problems(entries, stems, current=None):
     of page ``current`` (a stem, or None for the index): it must list
     ``stems`` in order, the i-th titled "i. ..."."""
     problems = []
-    got = [_href_stem(href, current) for href, _ in entries]
-    if got != list(stems):
-        problems.append(f"navigation lists {got}, book.yml has {list(stems)}")
+    got, stems = [_href_stem(href, current) for href, _ in entries], list(stems)
+    if not got:
+        return ["no navigation (nav.bd-docs-nav with toctree-l1 entries) found"]
+    missing = [s for s in stems if s not in got]
+    extra = [s for s in got if s not in stems]
+    if missing:
+        problems.append(f"navigation lacks {', '.join(missing)}")
+    if extra:
+        problems.append(f"navigation has {', '.join(extra)}, which book.yml "
+                        "does not list")
+    common = [s for s in got if s in stems]
+    if common != [s for s in stems if s in got]:
+        i = next(i for i, (a, b) in enumerate(
+            zip(common, [s for s in stems if s in got])) if a != b)
+        problems.append(f"navigation order differs from book.yml: "
+                        f"{common[i]} comes where book.yml has "
+                        f"{[s for s in stems if s in got][i]}")
     for i, (stem, (_, text)) in enumerate(zip(got, entries), 1):
         if not re.match(rf"{i}\.\s+\S", text):
             problems.append(f"navigation entry {i} ({stem}) is {text!r}, "
@@ -492,8 +507,12 @@ SETTLE_JS = r"""
   const race = p => Promise.race([p, sleep(Math.max(0, deadline - Date.now()))]);
   const out = {mathjax: 'not loaded'};
   if (document.querySelector('script[src*="mathjax" i], script[src*="tex-" i]')) {
-    const ready = await until(() => window.MathJax && MathJax.startup
-                                    && MathJax.startup.promise);
+    // after the load event MathJax's script has run (or failed to load):
+    // wait only briefly for it to set up.
+    const soon = Date.now() + 3000;
+    while (!(window.MathJax && MathJax.startup && MathJax.startup.promise)
+           && Date.now() < Math.min(soon, deadline)) await sleep(50);
+    const ready = !!(window.MathJax && MathJax.startup && MathJax.startup.promise);
     if (!ready) out.mathjax = 'did not start';
     else {
       out.mathjax = await race(MathJax.startup.promise.then(
@@ -522,7 +541,8 @@ SETTLE_JS = r"""
                            .map(m => m.textContent.trim().slice(0, 60));
   out.mathErrors = Array.from(document.querySelectorAll('mjx-merror'),
                               e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 80));
-  const skip = 'pre, code, script, style, noscript, textarea, mjx-container, .MathJax';
+  // .math elements are checked above; this looks for TeX outside them
+  const skip = 'pre, code, script, style, noscript, textarea, mjx-container, .MathJax, .math';
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   const parts = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
@@ -552,11 +572,16 @@ class PageReport:
 
     @property
     def problems(self):
-        out = [f"console: {e}" for e in self.errors]
-        out += [f"image did not load: {src}" for src, ok in self.images if not ok]
-        out += [f"math: {m}" for m in self.math_problems]
-        out += self.nav_problems + self.other
-        return out
+        """The problems, at most ``MAX_LISTED`` of each kind."""
+        out = []
+        for kind, items in (
+                ("console", self.errors),
+                ("image did not load", [s for s, ok in self.images if not ok]),
+                ("math", self.math_problems)):
+            out += [f"{kind}: {item}" for item in items[:MAX_LISTED]]
+            if len(items) > MAX_LISTED:
+                out.append(f"{kind}: ... and {len(items) - MAX_LISTED} more")
+        return out + self.nav_problems + self.other
 
 
 def _describe_console(event):
@@ -689,7 +714,7 @@ def check_page(browser, server, name, path, stems, current, screenshot=None):
 
 
 def check_search(browser, server, word, stem):
-    report = PageReport(f'search "{word}"')
+    report = PageReport(f'search "{word}" -> {stem}')
     settled, report.errors = visit(
         browser, server.url + "search.html?q=" + urllib.parse.quote(word),
         server.url.rstrip("/"), search=True)
@@ -706,11 +731,11 @@ def check_search(browser, server, word, stem):
 # --- the report -------------------------------------------------------------------
 
 def table(reports):
-    rows = [("page", "console errors", "images ok", "math ok", "nav ok")]
+    rows = [("page", "console errors", "images ok", "math ok", "nav/search ok")]
     for r in reports:
         if r.name.startswith("search"):
             rows.append((r.name, str(len(r.errors)), "-", "-",
-                         "finds it" if not r.other else "NOT FOUND"))
+                         "yes" if not r.other else "NO"))
             continue
         n_ok = sum(ok for _, ok in r.images)
         rows.append((r.name, str(len(r.errors)), f"{n_ok}/{len(r.images)}",
@@ -769,9 +794,25 @@ def run(site, book, screenshots, searches=None, out=None):
     print(table(reports), file=out)
     print(f"({len(reports)} pages in {time.monotonic() - t0:.0f} s; "
           f"screenshots in {screenshots})", file=out)
-    for r in reports:
-        problems += [f"{r.name}: {p}" for p in r.problems]
-    return problems
+    return problems + group_problems((r.name, r.problems) for r in reports)
+
+
+def group_problems(pages):
+    """``[(page, [problem, ...]), ...]`` -> lines 'page: problem', a problem
+    that several pages share (a wrong navigation, say) listed once, with the
+    pages."""
+    where = {}
+    for page, problems in pages:
+        for problem in problems:
+            names = where.setdefault(problem, [])
+            if page not in names:
+                names.append(page)
+    lines = []
+    for problem, names in where.items():
+        if len(names) > 3:
+            names = names[:2] + [f"... ({len(names)} pages)"]
+        lines.append(f"{', '.join(names)}: {problem}")
+    return lines
 
 
 def main(argv=None):
