@@ -607,7 +607,8 @@ def _describe_console(event):
 
 
 def _is_local(url, origin):
-    return (url.startswith(origin) or url.startswith(("data:", "blob:", "about:"))
+    return (url == origin or url.startswith(origin + "/")
+            or url.startswith(("data:", "blob:", "about:"))
             or url.startswith("chrome"))
 
 
