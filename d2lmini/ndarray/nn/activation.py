@@ -117,7 +117,9 @@ class ReluBackward(_FromOutputBackward):
     def forward(self, g, y):
         r = super().forward(g, y)
         if g.__class__ is not np.ndarray:         # on a GPU: no host sync to ask
-            xp = _xp(g)                           # max(y) first, always fix up
+            if r.dtype.kind != 'f' or y.dtype.kind != 'f':    # max(y) first,
+                return r                                      # always fix up
+            xp = _xp(g)
             return xp.where(xp.isnan(y), xp.asarray(np.nan, dtype=r.dtype), r)
         if y.size and np.isnan(y.max()):          # NaN in max: some y is NaN
             r = np.where(np.isnan(y), np.asarray(np.nan, dtype=r.dtype), r)
