@@ -190,6 +190,8 @@ def _erf(a):
     ``math.erf``, as MXNet's kernel calls it.  About 50 ns an element.
     """
     xp = _xp(a)
+    # a host computation on purpose: NumPy and CuPy's core have no erf, so a
+    # GPU array makes one explicit round trip (math.erf per element)
     host = a if xp is np else backend.to_numpy(a)
     res = _ERF(host).astype(a.dtype, copy=False)
     return res if xp is np else xp.asarray(res)
