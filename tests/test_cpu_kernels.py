@@ -17,6 +17,11 @@ import pytest
 from d2lmini import autograd, engine, nd
 from d2lmini.ndarray import cpu_kernels as ck
 
+# All of it is about the NumPy kernels (the public operators' bits included:
+# on a GPU the operators never reach them), so cpu(0) is the default context
+# here even in the GPU runs.
+pytestmark = pytest.mark.cpu_context
+
 BIG = 3 * ck.MIN_SPLIT + 7          # > 2 * MIN_SPLIT, odd: ragged ranges and chunks
 SMALL = 1001                        # one thread
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 100.0, -100.0, 1e30, -1e30,

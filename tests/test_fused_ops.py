@@ -91,7 +91,7 @@ def _lenet_like(pool_type='avg', extra_reader=False):
 
 
 def _plan_ops(sym, is_train=True):
-    ex = sym.simple_bind(mx.cpu(), data=(2, 1, 8, 8))
+    ex = sym.simple_bind(mx.current_context(), data=(2, 1, 8, 8))
     ex.forward(is_train=is_train)
     return [st.name for st in ex._plans[is_train].steps]
 
@@ -116,7 +116,7 @@ def test_the_graph_fuses_only_what_it_may():
 @pytest.mark.parametrize('is_train', [True, False])
 def test_a_fused_graph_computes_what_the_ops_compute(is_train):
     sym = _lenet_like()
-    ex = sym.simple_bind(mx.cpu(), data=(3, 1, 8, 8))
+    ex = sym.simple_bind(mx.current_context(), data=(3, 1, 8, 8))
     rng = np.random.default_rng(2)
     for name, arr in ex.arg_dict.items():
         arr[:] = rng.standard_normal(arr.shape).astype(np.float32)

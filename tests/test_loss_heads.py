@@ -34,7 +34,7 @@ def both_ways(op, x, label=None, head=None, **attrs):
     feed = {'data': nd.array(x)}
     if label is not None:
         feed['label'] = nd.array(label)
-    ex = sym.bind(mx.cpu(), feed, args_grad={'data': nd.zeros(x.shape)},
+    ex = sym.bind(mx.current_context(), feed, args_grad={'data': nd.zeros(x.shape)},
                   grad_req={'data': 'write'})
     out = ex.forward(is_train=True)[0].asnumpy()
     ex.backward(None if head is None else [nd.array(head)])
@@ -144,13 +144,13 @@ def test_block_grad_cuts_the_graph():
     np.testing.assert_allclose(a.grad.asnumpy(), [3, 3, 3])
     s = mx.sym.var('a')
     sym = mx.sym.BlockGrad(s * 2) + s * 3
-    ex = sym.simple_bind(mx.cpu(), a=(3,))
+    ex = sym.simple_bind(mx.current_context(), a=(3,))
     out = ex.forward(is_train=True, a=nd.array(x))[0]
     np.testing.assert_allclose(out.asnumpy(), 5 * x, rtol=1e-6)
     ex.backward(nd.ones(3))
     np.testing.assert_allclose(ex.grad_dict['a'].asnumpy(), [3, 3, 3])
     # nothing but BlockGrad: a 'write' gradient is written, with zeros
-    ex = mx.sym.BlockGrad(s * 2).bind(mx.cpu(), {'a': nd.array(x)},
+    ex = mx.sym.BlockGrad(s * 2).bind(mx.current_context(), {'a': nd.array(x)},
                                       args_grad={'a': nd.ones(3)})
     ex.forward(is_train=True)
     ex.backward(nd.ones(3))
@@ -165,7 +165,7 @@ def test_loss_head_in_a_network_trains_without_head_gradients():
     pred = mx.sym.FullyConnected(data, num_hidden=1, name='fc')
     loss = mx.sym.MakeLoss(mx.sym.sum(mx.sym.square(pred - label)), name='loss')
     net = mx.sym.Group([loss, mx.sym.BlockGrad(pred)])
-    ex = net.simple_bind(mx.cpu(), data=x.shape, label=y.shape)
+    ex = net.simple_bind(mx.current_context(), data=x.shape, label=y.shape)
     ex.copy_params_from({'fc_weight': nd.array([[0.5, -1]]), 'fc_bias': nd.array([0.1])})
     ex.forward(is_train=True, data=nd.array(x), label=nd.array(y))
     ex.backward()

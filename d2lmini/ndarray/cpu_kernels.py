@@ -38,7 +38,9 @@ follow too, all usable cores with one CPU device and ``cores // k`` with
 ``k`` devices, so that ``cpu(0)`` and ``cpu(1)`` training side by side do
 not oversubscribe the machine.  Arrays under ``MIN_SPLIT`` elements per
 thread run on the calling thread (handing work to a thread costs ~20 us);
-arrays that are not NumPy arrays (CuPy's) get one call on the whole arrays.
+device (CuPy) arrays never come here: :func:`large` is False for them, and
+the operators that call :func:`run` directly take their plain expression on
+a GPU (:func:`run` refuses them).
 """
 import contextvars
 import threading
@@ -47,7 +49,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import engine
-from .op_utils import _xp
 
 CHUNK = 1 << 17            # elements: 512 KB of float32 per buffer, L2-sized
 MIN_SPLIT = 1 << 16        # elements per thread below which one thread is faster
@@ -117,13 +118,17 @@ def run(kernel, out, *inputs, scratch=None, chunk=CHUNK):
     parameters.  ``chunk=None``: no chunking within a thread (a one-pass
     kernel gains nothing from it).
     """
+    if type(out) is not np.ndarray:
+        raise TypeError(f'cpu_kernels.run: out is a {type(out).__module__}.'
+                        f'{type(out).__name__}, not a NumPy array; a device '
+                        f'array takes the plain expression, not a CPU kernel')
     if scratch is None:
         scratch = _scratch_of(kernel, len(inputs))
     arrays = (out,) + inputs
     n = out.size
-    flat = _flat(arrays) if n >= LARGE and type(out) is np.ndarray else None
-    if flat is None:       # small, CuPy, or layouts that differ: one call
-        kernel(*arrays, *[_xp(out).empty_like(out) for _ in range(scratch)])
+    flat = _flat(arrays) if n >= LARGE else None
+    if flat is None:       # small, or layouts that differ: one call
+        kernel(*arrays, *[np.empty_like(out) for _ in range(scratch)])
         return out
     threads = max(1, min(engine.cpu_threads(), n // MIN_SPLIT))
     chunk = chunk or -(-n // threads)
@@ -238,5 +243,5 @@ def softsign(out, x, t):
 
 def apply(kernel, *inputs, scratch=None, chunk=CHUNK):
     """A new array of ``kernel`` over ``inputs`` (laid out like the first)."""
-    return run(kernel, _xp(inputs[0]).empty_like(inputs[0]), *inputs,
+    return run(kernel, np.empty_like(inputs[0]), *inputs,
                scratch=scratch, chunk=chunk)

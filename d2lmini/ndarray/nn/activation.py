@@ -56,6 +56,9 @@ def activate_(a, act_type):
     ``a`` (a new array for non-float ``a``)."""
     if a.dtype.kind != 'f':
         return _ACTIVATIONS[act_type][0](a)
+    if a.__class__ is not np.ndarray:      # a device array: cpu_kernels is NumPy's
+        a[...] = _ACTIVATIONS[act_type][0](a)
+        return a
     return cpu_kernels.run(_KERNELS[act_type], a, a)
 
 
@@ -86,7 +89,9 @@ class _FromOutputBackward(Op):
         return shapes[0], dtypes[0]
 
     def forward(self, g, y):
-        out = _xp(g).empty_like(g, dtype=np.result_type(g.dtype, y.dtype))
+        if g.__class__ is not np.ndarray:  # a device array: the plain expression
+            return self.expression(g, y).astype(g.dtype, copy=False)
+        out = np.empty_like(g, dtype=np.result_type(g.dtype, y.dtype))
         cpu_kernels.run(self.kernel, out, g, y)
         return out.astype(g.dtype, copy=False)      # the head gradient's dtype
 
@@ -107,12 +112,17 @@ class ReluBackward(_FromOutputBackward):
                           lambda r: np.maximum(r.uniform(-1, 1, (3, 4)), 0)], grad=[0]),)
 
     kernel = staticmethod(cpu_kernels.relu_backward)
+    expression = staticmethod(lambda g, y: g * (y > 0))
 
     def forward(self, g, y):
-        xp = _xp(g)
         r = super().forward(g, y)
-        if y.size and xp.isnan(y.max()):          # NaN in max: some y is NaN
-            r = xp.where(xp.isnan(y), xp.asarray(np.nan, dtype=r.dtype), r)
+        if g.__class__ is not np.ndarray:         # on a GPU: no host sync to ask
+            if r.dtype.kind != 'f' or y.dtype.kind != 'f':    # max(y) first,
+                return r                                      # always fix up
+            xp = _xp(g)
+            return xp.where(xp.isnan(y), xp.asarray(np.nan, dtype=r.dtype), r)
+        if y.size and np.isnan(y.max()):          # NaN in max: some y is NaN
+            r = np.where(np.isnan(y), np.asarray(np.nan, dtype=r.dtype), r)
         return r.astype(g.dtype, copy=False)
 
     def backward(self, gg, inputs, out):
@@ -124,6 +134,7 @@ class SigmoidBackward(_FromOutputBackward):
     """``g * y * (1 - y)``, sigmoid's gradient from its output ``y``."""
     name = '_sigmoid_backward'
     kernel = staticmethod(cpu_kernels.sigmoid_backward)
+    expression = staticmethod(lambda g, y: g * y * (1 - y))
     cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 4)),
                           lambda r: r.uniform(0.1, 0.9, (3, 4))]),)
 
@@ -137,6 +148,7 @@ class TanhBackward(_FromOutputBackward):
     """``g * (1 - y * y)``, tanh's gradient from its output ``y``."""
     name = '_tanh_backward'
     kernel = staticmethod(cpu_kernels.tanh_backward)
+    expression = staticmethod(lambda g, y: g * (1 - y * y))
     cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 4)),
                           lambda r: r.uniform(-0.9, 0.9, (3, 4))]),)
 
@@ -178,6 +190,8 @@ def _erf(a):
     ``math.erf``, as MXNet's kernel calls it.  About 50 ns an element.
     """
     xp = _xp(a)
+    # a host computation on purpose: NumPy and CuPy's core have no erf, so a
+    # GPU array makes one explicit round trip (math.erf per element)
     host = a if xp is np else backend.to_numpy(a)
     res = _ERF(host).astype(a.dtype, copy=False)
     return res if xp is np else xp.asarray(res)

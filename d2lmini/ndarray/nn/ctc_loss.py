@@ -43,7 +43,11 @@ def _unpack(arrays, use_data_lengths, use_label_lengths):
 
 
 def _lengths(data, label, dlen, llen, blank_label):
-    """Host int arrays: per-sample data lengths, labels (N, L), label lengths."""
+    """Host int arrays: per-sample data lengths, labels (N, L), label lengths.
+
+    Read on the host on purpose (one small copy each from a GPU): they are
+    checked here (a bad length or label is an error the host raises), and
+    they shape the recursion (its states and where each sample ends)."""
     t, n, _ = data.shape
     lab = np.asarray(backend.to_numpy(label)).astype(np.int64).reshape(n, -1)
     if llen is not None:
@@ -62,13 +66,16 @@ def _lengths(data, label, dlen, llen, blank_label):
 
 
 def _ctc(data, label, dlen, llen, blank_label, need_grad):
-    """``(loss (N,), grad (T, N, A) or None)``, on host NumPy in float64."""
-    x = np.asarray(backend.to_numpy(data), dtype=np.float64)
+    """``(loss (N,), grad (T, N, A) or None)`` in float64, on ``data``'s
+    device: only the labels and lengths are read on the host (``_lengths``);
+    the index arrays built from them are copied to the device."""
+    xp = _xp(data)
+    x = xp.asarray(data, dtype=np.float64)
     t_max, n, a = x.shape
     blank = 0 if blank_label == 'first' else a - 1
     dl, lab, ll = _lengths(data, label, dlen, llen, blank_label)
     m = x.max(axis=2, keepdims=True)
-    logp = x - m - np.log(np.exp(x - m).sum(axis=2, keepdims=True))
+    logp = x - m - xp.log(xp.exp(x - m).sum(axis=2, keepdims=True))
     # extended labels: blank, l1, blank, l2, ..., blank  (S = 2L + 1 states)
     s_max = 2 * lab.shape[1] + 1
     used = np.arange(lab.shape[1])[None, :] < ll[:, None]             # (N, L)
@@ -82,60 +89,64 @@ def _ctc(data, label, dlen, llen, blank_label, need_grad):
     # a state may skip the blank before it if its symbol differs from s - 2
     skip = np.zeros((n, s_max), bool)
     skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    rows = np.arange(n)[:, None]
-    emit = np.where(valid[None], logp[:, rows, ext], _NEG_INF)        # (T, N, S)
+    skip_back = np.concatenate([skip[:, 2:], np.zeros((n, 2), bool)], axis=1)
+    end = 2 * ll
+    # the host-built index arrays, on the device (no-ops on the CPU)
+    ext_d, valid_d, skip_d, skip_back_d = (xp.asarray(v) for v in
+                                           (ext, valid, skip, skip_back))
+    dl_d, ll_d, end_d = xp.asarray(dl), xp.asarray(ll), xp.asarray(end)
+    ar = xp.arange(n)
+    emit = xp.where(valid_d[None], logp[:, ar[:, None], ext_d], _NEG_INF)  # (T, N, S)
 
     def step(prev, fwd):
         """One step of the recursion from the states of the previous step."""
         if fwd:
-            one = np.concatenate([np.full((n, 1), _NEG_INF), prev[:, :-1]], axis=1)
-            two = np.concatenate([np.full((n, 2), _NEG_INF), prev[:, :-2]], axis=1)
-            two = np.where(skip, two, _NEG_INF)
+            one = xp.concatenate([xp.full((n, 1), _NEG_INF), prev[:, :-1]], axis=1)
+            two = xp.concatenate([xp.full((n, 2), _NEG_INF), prev[:, :-2]], axis=1)
+            two = xp.where(skip_d, two, _NEG_INF)
         else:
-            one = np.concatenate([prev[:, 1:], np.full((n, 1), _NEG_INF)], axis=1)
-            two = np.concatenate([prev[:, 2:], np.full((n, 2), _NEG_INF)], axis=1)
-            skip_back = np.concatenate([skip[:, 2:], np.zeros((n, 2), bool)], axis=1)
-            two = np.where(skip_back, two, _NEG_INF)
-        return np.logaddexp(np.logaddexp(prev, one), two)
+            one = xp.concatenate([prev[:, 1:], xp.full((n, 1), _NEG_INF)], axis=1)
+            two = xp.concatenate([prev[:, 2:], xp.full((n, 2), _NEG_INF)], axis=1)
+            two = xp.where(skip_back_d, two, _NEG_INF)
+        return xp.logaddexp(xp.logaddexp(prev, one), two)
 
     with np.errstate(invalid='ignore', divide='ignore'):
-        alpha = np.full((t_max, n, s_max), _NEG_INF)
-        first = np.full((n, s_max), _NEG_INF)
+        alpha = xp.full((t_max, n, s_max), _NEG_INF)
+        first = xp.full((n, s_max), _NEG_INF)
         first[:, :2] = emit[0, :, :2]
         alpha[0] = first
         for t in range(1, t_max):
             alpha[t] = step(alpha[t - 1], True) + emit[t]
         # end in the last blank or the last symbol, at each sample's last step
-        last = np.maximum(dl - 1, 0)
-        fin = alpha[last, np.arange(n)]                               # (N, S)
-        end = 2 * ll
-        logz = np.logaddexp(fin[np.arange(n), end],
-                            np.where(ll > 0, fin[np.arange(n), np.maximum(end - 1, 0)],
-                                     _NEG_INF))
-        logz = np.where(dl > 0, logz, np.where(ll == 0, 0.0, _NEG_INF))
+        last = xp.asarray(np.maximum(dl - 1, 0))
+        fin = alpha[last, ar]                                         # (N, S)
+        before = xp.asarray(np.maximum(end - 1, 0))
+        logz = xp.logaddexp(fin[ar, end_d],
+                            xp.where(ll_d > 0, fin[ar, before], _NEG_INF))
+        logz = xp.where(dl_d > 0, logz, xp.where(ll_d == 0, 0.0, _NEG_INF))
         loss = -logz
         if not need_grad:
             return loss, None
-        beta = np.full((t_max, n, s_max), _NEG_INF)
-        init = np.full((n, s_max), _NEG_INF)
-        init[np.arange(n), end] = 0.0
-        init[np.arange(n), np.maximum(end - 1, 0)] = np.where(
-            ll > 0, 0.0, init[np.arange(n), np.maximum(end - 1, 0)])
-        nxt = np.full((n, s_max), _NEG_INF)          # beta[t + 1] + emit[t + 1]
+        beta = xp.full((t_max, n, s_max), _NEG_INF)
+        init = xp.full((n, s_max), _NEG_INF)
+        init[ar, end_d] = 0.0
+        init[ar, before] = xp.where(ll_d > 0, 0.0, init[ar, before])
+        nxt = xp.full((n, s_max), _NEG_INF)          # beta[t + 1] + emit[t + 1]
         for t in range(t_max - 1, -1, -1):
             cur = step(nxt, False)
-            cur = np.where((t == dl - 1)[:, None], init, cur)
-            cur = np.where((t > dl - 1)[:, None], _NEG_INF, cur)
+            cur = xp.where((t == dl_d - 1)[:, None], init, cur)
+            cur = xp.where((t > dl_d - 1)[:, None], _NEG_INF, cur)
             beta[t] = cur
             nxt = cur + emit[t]
         # posterior of each state at each step, summed per symbol
-        post = np.exp(alpha + beta - logz[None, :, None])
-        post = np.where(np.isfinite(logz)[None, :, None], post, 0.0)
-        occ = np.zeros((t_max, n, a))
+        post = xp.exp(alpha + beta - logz[None, :, None])
+        post = xp.where(xp.isfinite(logz)[None, :, None], post, 0.0)
+        occ = xp.zeros((t_max, n, a))
         for s in range(s_max):                       # S is small: 2L + 1
-            np.add.at(occ, (slice(None), np.arange(n), ext[:, s]), post[:, :, s])
-        grad = np.exp(logp) - occ
-        grad[np.arange(t_max)[:, None] >= dl[None, :]] = 0.0
+            # one state per sample: no index repeats, so += adds as add.at
+            occ[:, ar, ext_d[:, s]] += post[:, :, s]
+        grad = xp.exp(logp) - occ
+        grad[xp.asarray(np.arange(t_max)[:, None] >= dl[None, :])] = 0.0
     return loss, grad
 
 

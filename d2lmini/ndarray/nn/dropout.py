@@ -5,7 +5,7 @@ from ... import autograd as _ag
 from ..ndarray import invoke
 from ..registry import OPS, Case, Op, register
 from .. import random as _random
-from ._common import _check_kwargs, _float_dtype, _result
+from ._common import _check_kwargs, _float_dtype, _result, _xp
 
 __all__ = ['Dropout']
 
@@ -27,7 +27,9 @@ class DropoutMask(Op):
     def forward(self, a, p, axes, rng):
         shape = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
         dt = a.dtype if a.dtype in (np.float32, np.float64) else np.float32
-        keep = rng.random(shape, dtype=dt) >= p
+        # on a's device (a no-op where the generator draws there already,
+        # as CuPy's does; random._sample_scalar does the same)
+        keep = _xp(a).asarray(rng.random(shape, dtype=dt)) >= p
         return (keep * a.dtype.type(1.0 / (1.0 - p))).astype(a.dtype, copy=False)
 
 

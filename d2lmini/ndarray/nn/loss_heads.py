@@ -134,8 +134,11 @@ class MakeLossOp(_LossHead):
         if normalization == 'batch':
             scale = scale / x.shape[0]
         elif normalization == 'valid':
-            n = float((x > valid_thresh).sum().asscalar())
-            scale = scale / max(n, 1.0)
+            n = (x > valid_thresh).sum()
+            if x.context.device_type != 'cpu':  # the count stays on the GPU
+                scale = scale / invoke(OPS['_maximum_scalar'], (n,), {'scalar': 1.0})
+                return [invoke(OPS['ones_like_op'], (x,)) * scale.reshape((1,) * x.ndim)]
+            scale = scale / max(float(n.asscalar()), 1.0)
         return [invoke(OPS['ones_like_op'], (x,)) * scale]
 
 

@@ -200,8 +200,12 @@ class SoftmaxOutputGrad(Op):
         if normalization == 'batch':
             scale = scale / p.shape[0]
         elif normalization == 'valid':
-            n = float(keep.sum()) if use_ignore else lab.size
-            scale = scale / max(n, 1.0)
+            if not use_ignore:
+                scale = scale / max(lab.size, 1.0)
+            elif xp is np:
+                scale = scale / max(float(keep.sum()), 1.0)
+            else:                            # a 0-d device array: no host sync
+                scale = (scale / xp.maximum(keep.sum(), 1)).astype(p.dtype)
         grad *= scale
         if multi_output:
             grad = xp.moveaxis(grad, -1, 1)
