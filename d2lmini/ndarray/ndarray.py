@@ -677,8 +677,19 @@ def _setitem_kernel(key, scalar, dst, src=None):
         else:
             dst[...] = v
     else:
+        if dst.__class__ is not np.ndarray:
+            key = device_key(key, backend.xp_of(dst))
         dst[key] = v
     return dst
+
+
+def device_key(key, xp):
+    """``key`` with its index arrays (host NumPy arrays, from the front end)
+    copied to ``xp``'s current device: a GPU array is indexed with device
+    arrays only.  Called for non-NumPy arrays only."""
+    if isinstance(key, tuple):
+        return tuple(xp.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+    return xp.asarray(key) if isinstance(key, np.ndarray) else key
 
 
 def _check_broadcast(vshape, tshape, key):
