@@ -388,9 +388,11 @@ class NDArray:
     def __setstate__(self, state):
         from . import io
         a, ctx = io.array_from_bytes(state['handle'])
-        new = array(a, ctx=ctx, dtype=a.dtype)
+        backend.check_context(ctx)
+        new = _make(tuple(a.shape), a.dtype, ctx)
         for slot in _STATE_SLOTS:
             setattr(self, slot, getattr(new, slot))
+        _fill_from_host(self, np.array(a, dtype=a.dtype), ctx, a.dtype)
 
     def __reduce__(self):
         return _unpickled, (), self.__getstate__()
@@ -876,11 +878,16 @@ def array(source_array, ctx=None, dtype=None):
     shape = tuple(host.shape)
     backend.check_context(ctx)
     out = _make(shape, np.dtype(dtype), ctx)
+    _fill_from_host(out, host, ctx, dtype)
+    return out
+
+
+def _fill_from_host(out, host, ctx, dtype):
+    """Give the new array ``out`` the values of ``host`` (our own copy)."""
     if ctx.device_type == 'cpu':
         out._data = host                    # already our own copy: ready at once
     else:
         _run('array', lambda: backend.asarray_on(host, ctx, dtype), (), [out], ctx)
-    return out
 
 
 def _check_kwargs(fn, kwargs, allowed=('stype', 'name')):
