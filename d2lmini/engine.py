@@ -59,6 +59,7 @@ Two decisions worth knowing:
 """
 import atexit
 import ctypes
+import functools
 import os
 import sys
 import threading
@@ -749,8 +750,20 @@ def _after_fork_in_child():
     for key, s in list(_STREAMS.items()):
         if s.is_gpu:
             del _STREAMS[key]
+            # The parent's GPU arrays still name this stream, whose worker did
+            # not survive: an operation on one fails at once instead of
+            # waiting forever for it.
+            s.push = functools.partial(_forked_gpu_push, s)
         else:
             s._start()
+
+
+def _forked_gpu_push(stream, *args, **kwargs):
+    raise MXNetError(
+        f'{stream.ctx}: this array was made on a GPU by the parent process, '
+        f'before a fork; CUDA does not survive a fork, so a forked child '
+        f'cannot use it. Make the arrays again in the child (or fork before '
+        f'the first GPU work, or use multiprocessing with "spawn").')
 
 
 atexit.register(_at_exit)

@@ -300,7 +300,9 @@ def asarray(obj, dtype=None, order=None):
         if (dtype is None or _np.dtype(dtype) == obj.dtype) and order in (None, 'K', 'A'):
             return obj
         return _wrap(_np.asarray(obj._a, dtype=dtype, order=order))
-    return array(obj, dtype=dtype, copy=True, order=order or 'K')   # host -> device
+    # Host data is always copied into new device memory, as in CuPy (and a
+    # tuple or a dtype change could not be taken without a copy anyway).
+    return array(obj, dtype=dtype, copy=True, order=order or 'K')
 
 
 asanyarray = asarray
@@ -368,8 +370,38 @@ class _Lib:
 lib = _Lib()
 
 
+class Generator:
+    """``cupy.random.Generator``: draws device arrays on the current device
+    (NumPy's generator underneath).  Without the methods CuPy's Generator
+    lacks (``normal``, ``permutation``, ``shuffle``, ``permuted``)."""
+    _MISSING = ('normal', 'permutation', 'shuffle', 'permuted')
+
+    def __init__(self, bit_generator):
+        self._g = _np.random.Generator(bit_generator)
+
+    @property
+    def bit_generator(self):
+        return self._g.bit_generator
+
+    def __getattr__(self, name):
+        if name.startswith('_') or name in self._MISSING:
+            raise AttributeError(f"'cupy_standin.random.Generator' has no "
+                                 f"attribute '{name}'")
+        return _device_function(getattr(self._g, name), f'Generator.{name}')
+
+
+class _RandomNamespace(_Namespace):
+    Generator = Generator
+
+    @staticmethod
+    def default_rng(seed=None):
+        return Generator(_np.random.default_rng(_unwrap(seed)).bit_generator)
+
+
 def __getattr__(name):
-    if name in ('linalg', 'random', 'fft'):
+    if name == 'random':
+        return _MODULES.setdefault(name, _RandomNamespace(_np.random, name))
+    if name in ('linalg', 'fft'):
         return _MODULES.setdefault(name, _Namespace(getattr(_np, name), name))
     if name.startswith('_') or name in ('ctypeslib', 'ma', 'testing', 'char',
                                         'rec', 'polynomial', 'emath'):

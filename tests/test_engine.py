@@ -24,6 +24,10 @@ from d2lmini.ndarray.registry import OPS, Op
 from conftest import HAS_GPU
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A child process imports this checkout first, and whatever else the run has on
+# its path (tests/, where the GPU runs find the CuPy stand-in).
+PYTHONPATH = os.pathsep.join([ROOT] + ([os.environ['PYTHONPATH']]
+                                       if os.environ.get('PYTHONPATH') else []))
 CPU_PAIRS = [(mx.cpu(0), mx.cpu(1))]
 DEVICE_PAIRS = CPU_PAIRS + [
     pytest.param(mx.gpu(0), mx.cpu(1), marks=pytest.mark.skipif(
@@ -593,7 +597,7 @@ def test_engine_mode_api():
 @pytest.mark.parametrize('value,expected', [('naive', 'naive'), ('NaiveEngine', 'naive'),
                                             ('threaded', 'threaded'), ('', 'threaded')])
 def test_engine_env_var(value, expected):
-    env = dict(os.environ, D2LMINI_ENGINE=value, PYTHONPATH=ROOT)
+    env = dict(os.environ, D2LMINI_ENGINE=value, PYTHONPATH=PYTHONPATH)
     out = subprocess.run([sys.executable, '-c', 'import d2lmini as mx; '
                           'print(mx.engine.engine_type())'],
                          env=env, capture_output=True, text=True, timeout=120)
@@ -602,7 +606,7 @@ def test_engine_env_var(value, expected):
 
 
 def test_engine_env_var_rejects_typos():
-    env = dict(os.environ, D2LMINI_ENGINE='naiv', PYTHONPATH=ROOT)
+    env = dict(os.environ, D2LMINI_ENGINE='naiv', PYTHONPATH=PYTHONPATH)
     out = subprocess.run([sys.executable, '-c', 'import d2lmini'], env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and 'D2LMINI_ENGINE' in out.stderr
@@ -624,7 +628,7 @@ def _workload():
     y = nd.dot(x.copyto(mx.cpu(1)), w)
     y[:, 1] = nd.exp(y[:, 1])
     y += 1
-    z = y.copyto(mx.cpu(0)).sum(axis=1) * x[:, :1].reshape((4,))
+    z = y.copyto(x.context).sum(axis=1) * x[:, :1].reshape((4,))
     return [x, w, y, z]
 
 
@@ -738,7 +742,7 @@ def test_set_max_inflight_returns_and_restores():
 
 @pytest.mark.parametrize('value,expected', [('64', 64), ('', None)])
 def test_max_inflight_env_var(value, expected):
-    env = dict(os.environ, D2LMINI_MAX_INFLIGHT=value, PYTHONPATH=ROOT)
+    env = dict(os.environ, D2LMINI_MAX_INFLIGHT=value, PYTHONPATH=PYTHONPATH)
     out = subprocess.run([sys.executable, '-c', 'import d2lmini as mx; '
                           'print(mx.engine._MAX_INFLIGHT[0])'],
                          env=env, capture_output=True, text=True, timeout=120)
@@ -748,7 +752,7 @@ def test_max_inflight_env_var(value, expected):
 
 @pytest.mark.parametrize('value', ['0', 'many', '-5'])
 def test_max_inflight_env_var_rejects_junk(value):
-    env = dict(os.environ, D2LMINI_MAX_INFLIGHT=value, PYTHONPATH=ROOT)
+    env = dict(os.environ, D2LMINI_MAX_INFLIGHT=value, PYTHONPATH=PYTHONPATH)
     out = subprocess.run([sys.executable, '-c', 'import d2lmini'], env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and 'D2LMINI_MAX_INFLIGHT' in out.stderr
@@ -783,7 +787,7 @@ def test_bulk_restores_the_size_after_an_error():
 
 # --- process life ------------------------------------------------------------------------
 def _run_script(code, timeout=120):
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
     env.pop('D2LMINI_ENGINE', None)
     return subprocess.run([sys.executable, '-c', textwrap.dedent(code)], env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -829,13 +833,20 @@ def test_fork_child_gets_working_streams():
         import os
         import d2lmini as mx
         from d2lmini import nd
-        x = nd.ones((3,)) + 1
+        x = nd.ones((3,), ctx=mx.cpu(0)) + 1   # CPU streams: CUDA dies at a fork
         x.wait_to_read()
         y = x * 2                        # maybe pending at the fork
+        g = nd.ones((2,), ctx=mx.gpu(0)) * 2 if mx.context.num_gpus() else None
         pid = os.fork()
         if pid == 0:
             ok = (y + x).asnumpy().tolist() == [6, 6, 6]
             ok = ok and (x.copyto(mx.cpu(1)) + 1).asnumpy().tolist() == [3, 3, 3]
+            if g is not None:            # the parent's GPU arrays: a clear error
+                try:
+                    g + 1
+                    ok = False
+                except mx.MXNetError as e:
+                    ok = ok and 'fork' in str(e)
             os._exit(0 if ok else 3)
         _, status = os.waitpid(pid, 0)
         print('child', os.WEXITSTATUS(status))

@@ -29,6 +29,20 @@ def test_pickle_keeps_the_context():
     np.testing.assert_array_equal(y.asnumpy(), [0, 1, 2, 3])
 
 
+def test_pickle_keeps_a_gpu_context():
+    """Through the host and back onto the same GPU (the last one: not gpu(0))."""
+    if mx.num_gpus() == 0:
+        pytest.skip('no GPU')
+    ctx = mx.gpu(mx.num_gpus() - 1)
+    x = nd.arange(4, ctx=ctx) * 2                 # pending value
+    y = pickle.loads(pickle.dumps(x))
+    assert y.context == ctx
+    np.testing.assert_array_equal(y.asnumpy(), [0, 2, 4, 6])
+    z = copy.deepcopy(x)
+    assert z.context == ctx
+    np.testing.assert_array_equal(z.asnumpy(), [0, 2, 4, 6])
+
+
 def test_deepcopy_is_an_independent_array():
     x = nd.ones((2, 2), ctx=mx.cpu(1))
     y = copy.deepcopy(x)
@@ -44,7 +58,7 @@ def test_deepcopy_is_an_independent_array():
 def test_state_is_mxnets_raw_bytes():
     """MXNet's state: {'handle': the array's V2 record}; a saved GPU array
     loads on the CPU when no GPU is there (MXNet's own example bytes)."""
-    state = nd.array([1, 2], dtype='int32').__getstate__()
+    state = nd.array([1, 2], dtype='int32', ctx=mx.cpu(0)).__getstate__()
     assert set(state) == {'handle'}
     assert bytes(state['handle']) == (
         b'\xc9\xfa\x93\xf9' + b'\0' * 4 + b'\x01\0\0\0' + b'\x02' + b'\0' * 7
@@ -55,8 +69,7 @@ def test_state_is_mxnets_raw_bytes():
     x = nd.arange(3)
     x.__setstate__(gpu_state)
     assert x.shape == (1,) and x.asscalar() == 0
-    if mx.num_gpus() == 0:
-        assert x.context == mx.cpu(0)
+    assert x.context == (mx.gpu(0) if mx.num_gpus() else mx.cpu(0))
 
 
 def test_bad_state_raises_clearly():

@@ -74,7 +74,8 @@ class Mean(Reduce):
 
     def forward(self, a, axis=None, keepdims=False):
         return np.asarray(a.mean(axis=axis, keepdims=keepdims), dtype=a.dtype) \
-            if isinstance(a, np.ndarray) else a.mean(axis=axis, keepdims=keepdims)
+            if isinstance(a, np.ndarray) else \
+            a.mean(axis=axis, keepdims=keepdims).astype(a.dtype, copy=False)
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
         x = inputs[0]

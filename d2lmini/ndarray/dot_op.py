@@ -1,6 +1,5 @@
 """Matrix products: ``dot`` and ``batch_dot`` (MXNet's ``src/operator/tensor/dot``)."""
-import numpy as np
-
+from .. import backend
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, result_dtype
 from .op_utils import _common_dtype, _check_kwargs, into
@@ -34,8 +33,8 @@ class Dot(Op):
         if transpose_b:
             b = b.T
         if a.ndim <= 2 and b.ndim <= 2:
-            return a @ b if a.ndim == 2 or b.ndim == 2 else np.dot(a, b)
-        return np.tensordot(a, b, axes=1)
+            return a @ b if a.ndim == 2 or b.ndim == 2 else backend.xp_of(a).dot(a, b)
+        return backend.xp_of(a).tensordot(a, b, axes=1)
 
     def backward(self, g, inputs, out, transpose_a=False, transpose_b=False):
         a, b = inputs
@@ -73,7 +72,7 @@ class BatchDot(Op):
             a = a.transpose(0, 2, 1)
         if transpose_b:
             b = b.transpose(0, 2, 1)
-        return np.matmul(a, b)
+        return backend.xp_of(a).matmul(a, b)
 
     def backward(self, g, inputs, out, transpose_a=False, transpose_b=False):
         a, b = inputs

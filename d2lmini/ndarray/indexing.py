@@ -5,7 +5,7 @@ MXNet keeps these in ``src/operator/tensor/indexing_op*`` (``where`` in
 """
 import numpy as np
 
-from .ndarray import invoke
+from .ndarray import device_key, invoke
 from .registry import OPS, Case, Op, register
 from .op_utils import _axis, _common_dtype, into
 from .. import backend
@@ -23,18 +23,13 @@ class GetItem(Op):
         return _slice_shape(shapes[0], key), dtypes[0]
 
     def forward(self, a, key):
-        if isinstance(key, np.ndarray) and not isinstance(a, np.ndarray):
-            key = backend.asarray_on(key, _ctx_of(a))
+        if a.__class__ is not np.ndarray:
+            key = device_key(key, backend.xp_of(a))
         return a[key]
 
     def backward(self, g, inputs, out, key):
         return [invoke(OPS['_slice_backward'], (g,), {'shape': inputs[0].shape,
                                                       'key': key})]
-
-
-def _ctx_of(a):
-    from ..context import gpu
-    return gpu(a.device.id)
 
 
 @register
@@ -50,7 +45,10 @@ class SliceBackward(Op):
     def forward(self, g, shape, key):
         xp = np if isinstance(g, np.ndarray) else backend.xp_of(g)
         out = xp.zeros(shape, g.dtype)
-        if _is_advanced(key):
+        advanced = _is_advanced(key)
+        if xp is not np:
+            key = device_key(key, xp)
+        if advanced:
             xp.add.at(out, key, g)       # repeated indices accumulate
         else:
             out[key] = g
@@ -194,7 +192,7 @@ class Where(Op):
     def forward(self, c, x, y):
         if c.ndim == 1 and x.ndim > 1:
             c = c.reshape((-1,) + (1,) * (x.ndim - 1))
-        return np.where(c != 0, x, y)
+        return backend.xp_of(x).where(c != 0, x, y)
 
     def backward(self, g, inputs, out):
         c, x, y = inputs

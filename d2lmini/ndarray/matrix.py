@@ -7,6 +7,7 @@ import builtins
 
 import numpy as np
 
+from .. import backend
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, norm_axis
 from .op_utils import _axis, _common_dtype, _check_kwargs, _xp, into
@@ -160,7 +161,7 @@ class ExpandDims(Op):
         return tuple(s), dtypes[0]
 
     def forward(self, a, axis):
-        return np.expand_dims(a, axis)
+        return backend.xp_of(a).expand_dims(a, axis)
 
     def backward(self, g, inputs, out, axis):
         return [g.reshape(inputs[0].shape)]
@@ -181,7 +182,7 @@ class Squeeze(Op):
         return tuple(d for i, d in enumerate(s) if i not in axes), dtypes[0]
 
     def forward(self, a, axis=None):
-        return np.squeeze(a, axis=axis)
+        return backend.xp_of(a).squeeze(a, axis=axis)
 
     def backward(self, g, inputs, out, axis=None):
         return [g.reshape(inputs[0].shape)]
@@ -202,7 +203,7 @@ class Tile(Op):
         return tuple(a * b for a, b in zip(s, r)), dtypes[0]
 
     def forward(self, a, reps):
-        return np.tile(a, reps)
+        return backend.xp_of(a).tile(a, reps)
 
     def backward(self, g, inputs, out, reps):
         s = inputs[0].shape
@@ -230,7 +231,7 @@ class Repeat(Op):
         return tuple(s), dtypes[0]
 
     def forward(self, a, repeats, axis=None):
-        return np.repeat(a, repeats, axis=axis)
+        return backend.xp_of(a).repeat(a, repeats, axis=axis)
 
     def backward(self, g, inputs, out, repeats, axis=None):
         x = inputs[0]
@@ -279,7 +280,7 @@ class Concat(Op):
         return tuple(out), _common_dtype(dtypes)
 
     def forward(self, *arrays, dim=1):
-        return np.concatenate(arrays, axis=dim)
+        return backend.xp_of(arrays[0]).concatenate(arrays, axis=dim)
 
     def backward(self, g, inputs, out, dim=1):
         ax = dim % g.ndim
@@ -308,7 +309,7 @@ class Stack(Op):
         return tuple(s), _common_dtype(dtypes)
 
     def forward(self, *arrays, axis=0):
-        return np.stack(arrays, axis=axis)
+        return backend.xp_of(arrays[0]).stack(arrays, axis=axis)
 
     def backward(self, g, inputs, out, axis=0):
         return split(g, len(inputs), axis=axis, squeeze_axis=True) \

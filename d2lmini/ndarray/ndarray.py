@@ -388,9 +388,11 @@ class NDArray:
     def __setstate__(self, state):
         from . import io
         a, ctx = io.array_from_bytes(state['handle'])
-        new = array(a, ctx=ctx, dtype=a.dtype)
+        backend.check_context(ctx)
+        new = _make(tuple(a.shape), a.dtype, ctx)
         for slot in _STATE_SLOTS:
             setattr(self, slot, getattr(new, slot))
+        _fill_from_host(self, np.array(a, dtype=a.dtype), ctx, a.dtype)
 
     def __reduce__(self):
         return _unpickled, (), self.__getstate__()
@@ -677,8 +679,19 @@ def _setitem_kernel(key, scalar, dst, src=None):
         else:
             dst[...] = v
     else:
+        if dst.__class__ is not np.ndarray:
+            key = device_key(key, backend.xp_of(dst))
         dst[key] = v
     return dst
+
+
+def device_key(key, xp):
+    """``key`` with its index arrays (host NumPy arrays, from the front end)
+    copied to ``xp``'s current device: a GPU array is indexed with device
+    arrays only.  Called for non-NumPy arrays only."""
+    if isinstance(key, tuple):
+        return tuple(xp.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+    return xp.asarray(key) if isinstance(key, np.ndarray) else key
 
 
 def _check_broadcast(vshape, tshape, key):
@@ -865,11 +878,16 @@ def array(source_array, ctx=None, dtype=None):
     shape = tuple(host.shape)
     backend.check_context(ctx)
     out = _make(shape, np.dtype(dtype), ctx)
+    _fill_from_host(out, host, ctx, dtype)
+    return out
+
+
+def _fill_from_host(out, host, ctx, dtype):
+    """Give the new array ``out`` the values of ``host`` (our own copy)."""
     if ctx.device_type == 'cpu':
         out._data = host                    # already our own copy: ready at once
     else:
         _run('array', lambda: backend.asarray_on(host, ctx, dtype), (), [out], ctx)
-    return out
 
 
 def _check_kwargs(fn, kwargs, allowed=('stype', 'name')):

@@ -90,7 +90,12 @@ def _sample_scalar(draw, shape, ctx, dtype, name, out=None):
 
 def _check(dist, what, value, ok, need):
     """A parameter check that runs in the kernel (errors surface at a sync)."""
-    if not bool(np.all(ok(value))):
+    good = ok(value)
+    if backend.is_gpu_array(good):
+        # Raising the error is the host's decision: one explicit read of the
+        # verdict (a device array of the parameter itself stays there).
+        good = backend.to_numpy(backend.xp_of(good).all(good))
+    if not bool(np.all(good)):
         raise ValueError(f'random.{dist}: {what} must be {need}, got {value!r:.80}')
 
 
@@ -172,11 +177,27 @@ def _generalized_negative_binomial(g, mu, alpha, size):
     mu + alpha*mu**2 (alpha = 0: Poisson(mu))."""
     _check('generalized_negative_binomial', 'mu', mu, lambda v: v >= 0, '>= 0')
     _check('generalized_negative_binomial', 'alpha', alpha, lambda v: v >= 0, '>= 0')
+    if not isinstance(g, np.random.Generator):    # a GPU generator
+        return _gnb_device(g, mu, alpha, size)
     mu, alpha = np.broadcast_to(mu, size), np.broadcast_to(alpha, size)
     pos = alpha > 0
     lam = np.array(mu, dtype=np.float64)
     if pos.any():
         lam[pos] = g.gamma(1 / alpha[pos], alpha[pos] * mu[pos])
+    return g.poisson(lam)
+
+
+def _gnb_device(g, mu, alpha, size):
+    """``_generalized_negative_binomial`` without reading the data on the
+    host: the Gamma rates are drawn everywhere, and kept where alpha > 0."""
+    if not backend.is_gpu_array(mu):           # numbers: the host decides
+        lam = g.gamma(1 / alpha, alpha * mu, size) if alpha > 0 else mu
+        return g.poisson(lam, size)
+    xp = backend.xp_of(mu)
+    mu, alpha = xp.broadcast_to(mu, size), xp.broadcast_to(alpha, size)
+    pos = alpha > 0
+    safe = xp.where(pos, alpha, 1.0)
+    lam = xp.where(pos, g.gamma(1 / safe, safe * mu), mu.astype(np.float64))
     return g.poisson(lam)
 
 
@@ -285,7 +306,7 @@ def shuffle(data, **kw):
 
     def draw(xp):                   # CuPy's Generator may lack permutation()
         return gen.permutation(n) if hasattr(gen, 'permutation') else \
-            xp.argsort(gen.random(n))
+            xp.argsort(gen.random(n)).astype(np.int64)
     perm = _from_host(draw, (data.shape[0],),
                       np.dtype(np.int64), data.context, 'random_permutation')
     return invoke(OPS['take'], (data, perm), {'axis': 0})

@@ -146,7 +146,7 @@ class LambUpdate(_FusedOp):
         d = _lamb1(w, g, mean, var, beta1, beta2, epsilon, t, bias_correction, wd,
                    rescale_grad, clip_gradient)
         r1, r2 = xp.linalg.norm(w.ravel()), xp.linalg.norm(d.ravel())
-        w -= (_trust_lr(lr, r1, r2, lower_bound, upper_bound) * d).astype(
+        w -= (_trust_lr(lr, r1, r2, lower_bound, upper_bound, d.dtype) * d).astype(
             w.dtype, copy=False)
         return w, mean, var
 

@@ -437,7 +437,23 @@ def _lamb1(w, g, mean, var, beta1, beta2, epsilon, t, bias_correction, wd,
     return out
 
 
-def _trust_lr(lr, r1, r2, lower_bound, upper_bound):
+def _trust_lr(lr, r1, r2, lower_bound, upper_bound, dtype):
+    """LAMB's step size ``lr * r1/r2`` (``r1`` clipped to the bounds; ``lr``
+    when either norm is 0), to multiply an array of ``dtype`` by.
+
+    On the host a Python float; on a GPU the norms are not read back (that
+    would wait for the device): the same arithmetic in float64 on 0-d device
+    arrays, rounded to ``dtype`` as the float is when it meets the array.
+    """
+    if backend.is_gpu_array(r1):
+        xp = backend.xp_of(r1)
+        r1, r2 = r1.astype(np.float64), r2.astype(np.float64)
+        if lower_bound is not None and lower_bound >= 0:
+            r1 = xp.maximum(r1, lower_bound)
+        if upper_bound is not None and upper_bound >= 0:
+            r1 = xp.minimum(r1, upper_bound)
+        zero = (r1 == 0.0) | (r2 == 0.0)
+        return xp.where(zero, lr, lr * r1 / xp.where(zero, 1.0, r2)).astype(dtype)
     r1, r2 = float(r1), float(r2)
     if lower_bound is not None and lower_bound >= 0:
         r1 = max(r1, lower_bound)
@@ -504,7 +520,7 @@ class LambUpdatePhase2(_R12, _FusedOp):
     def kernel(self, w, g, r1, r2, lr, lower_bound=-1.0, upper_bound=-1.0):
         w = _own(w)
         w -= _trust_lr(lr, r1.reshape(-1)[0], r2.reshape(-1)[0], lower_bound,
-                       upper_bound) * g
+                       upper_bound, g.dtype) * g
         return (w,)
 
 
@@ -524,7 +540,7 @@ class MPLambUpdatePhase2(_R12, _FusedOp):
     def kernel(self, w, g, r1, r2, w32, lr, lower_bound=-1.0, upper_bound=-1.0):
         w, w32 = _own(w), _own(w32)
         w32 -= _trust_lr(lr, r1.reshape(-1)[0], r2.reshape(-1)[0], lower_bound,
-                         upper_bound) * g
+                         upper_bound, g.dtype) * g
         w[...] = w32
         return w, w32
 
