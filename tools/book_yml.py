@@ -9,8 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 KEYS = {"title", "author", "preface", "parts", "appendices"}
+APPENDICES_CAPTION = "Appendices"
+
+
+class NavEntry(NamedTuple):
+    """One page as the navigation lists it: under ``caption`` (None: none),
+    numbered ``number`` (None: unnumbered)."""
+    page: str
+    caption: str | None
+    number: int | None
 
 
 @dataclass
@@ -35,8 +45,21 @@ class Book:
     @property
     def pages(self):
         """Every page the navigation lists, in its order."""
-        return ([self.preface] if self.preface else []) + self.chapters \
-            + self.appendices
+        return [entry.page for entry in self.navigation()]
+
+    def navigation(self):
+        """The navigation, a list of ``NavEntry``: the preface (no caption,
+        unnumbered), the chapters of each part under its caption
+        (``part_caption``), numbered 1, 2, ... straight through the parts,
+        then the appendices under ``APPENDICES_CAPTION``, unnumbered."""
+        entries = [NavEntry(self.preface, None, None)] if self.preface else []
+        number = 0
+        for i, part in enumerate(self.parts, 1):
+            for chapter in part.chapters:
+                number += 1
+                entries.append(NavEntry(chapter, part_caption(i, part), number))
+        return entries + [NavEntry(page, APPENDICES_CAPTION, None)
+                          for page in self.appendices]
 
 
 def roman(n):
