@@ -1,47 +1,52 @@
 """Sphinx configuration for the d2lmini book.
 
-Title, author and chapter order come from ``book.yml`` at the repository root
-(the parent directory of this file).  The root toctree is not written by hand:
-a small extension below appends it to ``index.md`` when Sphinx reads that
-page, so the reading order lives in exactly one place.  Notebooks are rendered
-from their committed outputs (``make notebooks`` refreshes them); nothing is
-executed here.
+Title, author and the table of contents come from ``book.yml`` at the
+repository root (read by ``tools/book_yml.py``).  The root toctrees are not
+written by hand: a small extension below appends them to ``index.md`` when
+Sphinx reads that page, one per part of the book, so the reading order lives
+in exactly one place.  Notebooks are rendered from their committed outputs
+(``make notebooks`` refreshes them); nothing is executed here.  The API
+reference (``api.md``) is generated from the package's docstrings, imported
+from this checkout.
 """
 
 from __future__ import annotations
 
 import datetime
+import sys
 from pathlib import Path
 
-import yaml
 from sphinx.util import logging
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-BOOK = yaml.safe_load((ROOT / "book.yml").read_text(encoding="utf-8")) or {}
+sys.path[:0] = [str(ROOT), str(ROOT / "tools")]   # this checkout's d2lmini
+from book_toc import toctrees  # noqa: E402
+from book_yml import read_book  # noqa: E402
 
-project = BOOK.get("title", "d2lmini")
-author = BOOK.get("author", "The d2lmini authors")
+BOOK = read_book(ROOT / "book.yml")
+
+project = BOOK.title or "d2lmini"
+author = BOOK.author or "The d2lmini authors"
 copyright = f"{datetime.date.today().year}, {author}"
 
 
-def _chapter_exists(stem: str) -> bool:
+def page_exists(stem: str) -> bool:
     return any((HERE / f"{stem}{ext}").is_file() for ext in (".ipynb", ".md"))
 
 
-# The table of contents: the chapters book.yml lists that exist.  It is a
-# config value, so a change to it (an edited book.yml, a chapter file that
-# appears or goes) makes Sphinx re-read every page, not serve a stale toctree.
-BOOK_CHAPTERS = [str(c) for c in BOOK.get("chapters") or []]
-book_toc = [c for c in BOOK_CHAPTERS if _chapter_exists(c)]
-# Chapters and their sections are numbered (1., 1.1., ...) in the navigation
-# and the page titles.  Also a config value, so that turning it off or on
-# re-reads every page (the numbers are stored with each page).
-book_toc_numbered = True
+# The toctrees of index.md, generated from book.yml by the extension
+# book_toc (tools/book_toc.py).  A config value: a change to them (an edited
+# book.yml, a page that appears or goes) makes Sphinx re-read every page, so
+# that no page keeps a stale navigation or stale section numbers.
+book_toc = toctrees(BOOK, page_exists)
 
 extensions = [
     "myst_nb",  # brings myst_parser with it; do not list both
     "sphinx-mathjax-offline",  # bundles MathJax 3; sets mathjax_path locally
+    "sphinx.ext.autodoc",  # api.md: the reference, from the docstrings
+    "sphinx.ext.napoleon",  # ... whose sections are NumPy style
+    "book_toc",  # the toctrees from book.yml, chapters numbered across parts
 ]
 
 root_doc = "index"
@@ -59,6 +64,12 @@ nb_ipywidgets_js = {}  # never pull require.js / widget managers from a CDN
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
+# --- the API reference (api.md) -------------------------------------------------
+autodoc_member_order = "bysource"
+autodoc_typehints = "none"  # the signatures are MXNet's; docstrings say types
+add_module_names = False
+napoleon_google_docstring = False
+
 # --- HTML ---------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
 html_title = project
@@ -75,24 +86,10 @@ html_favicon = "_static/favicon.svg"
 html_show_sourcelink = False
 html_last_updated_fmt = None
 
-TOC_START = "\n\n<!-- toctree generated from book.yml by chapters/conf.py -->\n"
-
-
-def _append_toctree(app, docname, source):
-    if docname == app.config.root_doc:
-        body = "\n".join(app.config.book_toc)
-        numbered = ":numbered:\n" if app.config.book_toc_numbered else ""
-        source[0] += (f"{TOC_START}\n```{{toctree}}\n:maxdepth: 1\n"
-                      f":caption: Chapters\n{numbered}\n{body}\n```\n")
-
 
 def setup(app):
-    app.add_config_value("book_toc", [], "env")
-    app.add_config_value("book_toc_numbered", True, "env")
-    app.connect("source-read", _append_toctree)
     log = logging.getLogger(__name__)
-    for stem in BOOK_CHAPTERS:
-        if stem not in book_toc:
-            log.warning("book.yml lists chapter %r but chapters/ has no "
-                        "%s.ipynb or %s.md; leaving it out", stem, stem, stem)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    for page in BOOK.pages:
+        if not page_exists(page):
+            log.warning("book.yml lists %r but chapters/ has no %s.ipynb or "
+                        "%s.md; leaving it out", page, page, page)

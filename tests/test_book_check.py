@@ -22,51 +22,86 @@ _spec = importlib.util.spec_from_file_location(
 bc = importlib.util.module_from_spec(_spec)
 sys.modules['book_check'] = bc
 _spec.loader.exec_module(bc)
+from book_yml import parse_book  # noqa: E402  (book_check put tools/ on the path)
+
+# A preface, two parts, an appendix: the navigation it asks for
+BOOK = {'preface': 'p', 'parts': [{'title': 'One', 'chapters': ['a', 'b']},
+                                  {'title': 'Two', 'chapters': ['c']}],
+        'appendices': ['z']}
+EXPECTED = parse_book(BOOK).navigation()
+GOOD = [('p.html', 'Preface', None), ('a.html', '1. Alpha', 'Part I: One'),
+        ('b.html', '2. Beta', 'Part I: One'), ('c.html', '3. Gamma', 'Part II: Two'),
+        ('z.html', 'Zeta', 'Appendices')]
 
 
 def _nav(*links, current=None):
-    items = []
-    for href, text in links:
+    """sphinx-book-theme's sidebar: links (href, text, caption) grouped in a
+    list per caption, as one toctree each."""
+    groups = []
+    for href, text, caption in links:
+        if not groups or groups[-1][0] != caption:
+            groups.append((caption, []))
         cls = 'toctree-l1 current active' if href == current else 'toctree-l1'
-        items.append(f'<li class="{cls}"><a class="reference internal" '
-                     f'href="{"#" if href == current else href}">{text}</a>'
-                     f'<ul><li class="toctree-l2"><a href="{href}#s">x</a></li></ul></li>')
+        groups[-1][1].append(
+            f'<li class="{cls}"><a class="reference internal" '
+            f'href="{"#" if href == current else href}">{text}</a>'
+            f'<ul><li class="toctree-l2"><a href="{href}#s">x</a></li></ul></li>')
+    body = ''.join(
+        (f'<p class="caption" role="heading"><span class="caption-text">'
+         f'{caption}</span></p>' if caption else '')
+        + f'<ul class="nav bd-sidenav">{"".join(items)}</ul>'
+        for caption, items in groups)
     return ('<nav class="navbar"><a href="other.html">Home</a></nav>'
-            '<nav class="bd-links bd-docs-nav" aria-label="Main"><p>Chapters</p>'
-            f'<ul class="nav bd-sidenav">{"".join(items)}</ul></nav>'
-            '<aside><a href="z.html">not nav</a></aside>')
+            f'<nav class="bd-links bd-docs-nav" aria-label="Main">{body}</nav>'
+            '<aside><a href="y.html">not nav</a></aside>')
 
 
 # --- navigation ------------------------------------------------------------------
 
-def test_nav_entries_takes_first_level_links_of_the_docs_nav():
-    page = _nav(('a.html', '1. <span>Alpha</span>\n  one'), ('b.html', '2. Beta'))
-    assert bc.nav_entries(page) == [('a.html', '1. Alpha one'), ('b.html', '2. Beta')]
+def test_nav_entries_takes_first_level_links_with_their_captions():
+    page = _nav(('p.html', 'Pre', None), ('a.html', '1. <span>Alpha</span>\n  one', 'I'),
+                ('b.html', '2. Beta', 'I'), ('z.html', 'Zeta', 'App'))
+    assert bc.nav_entries(page) == [
+        ('p.html', 'Pre', None), ('a.html', '1. Alpha one', 'I'),
+        ('b.html', '2. Beta', 'I'), ('z.html', 'Zeta', 'App')]
 
 
-def test_nav_problems_accepts_numbered_chapters_in_order():
-    entries = bc.nav_entries(_nav(('a.html', '1. Alpha'), ('b.html', '2. Beta'),
-                                  current='b.html'))
-    assert entries[1] == ('#', '2. Beta')
-    assert bc.nav_problems(entries, ['a', 'b'], current='b') == []
+def test_nav_problems_accepts_the_book_in_order():
+    entries = bc.nav_entries(_nav(*GOOD, current='c.html'))
+    assert entries[3] == ('#', '3. Gamma', 'Part II: Two')
+    assert bc.nav_problems(entries, EXPECTED, current='c') == []
 
 
-def test_nav_problems_order_missing_and_numbers():
-    stems = ['a', 'b', 'c']
-    swapped = bc.nav_entries(_nav(('b.html', '1. Beta'), ('a.html', '2. Alpha'),
-                                  ('c.html', '3. Gamma')))
-    assert bc.nav_problems(swapped, stems) == [
-        'navigation order differs from book.yml: b comes where book.yml has a']
-    missing = bc.nav_entries(_nav(('a.html', '1. Alpha'), ('b.html', '2. Beta'),
-                                  ('x.html', '3. Extra')))
-    assert bc.nav_problems(missing, stems) == [
+def test_nav_problems_order_missing_and_extra():
+    swapped = bc.nav_entries(_nav(GOOD[0], GOOD[2], GOOD[1], *GOOD[3:]))
+    assert 'navigation order differs from book.yml: b comes where book.yml ' \
+        'has a' in bc.nav_problems(swapped, EXPECTED)
+    missing = bc.nav_entries(_nav(*GOOD[:3], ('x.html', 'Extra', 'Appendices'),
+                                  GOOD[4]))
+    assert bc.nav_problems(missing, EXPECTED) == [
         'navigation lacks c', 'navigation has x, which book.yml does not list']
-    unnumbered = bc.nav_entries(_nav(('a.html', 'Alpha'), ('b.html', '2. Beta'),
-                                     ('c.html', '4. Gamma')))
-    problems = bc.nav_problems(unnumbered, stems)
-    assert len(problems) == 2
-    assert "entry 1 (a)" in problems[0] and "entry 3 (c)" in problems[1]
-    assert 'no navigation' in bc.nav_problems([], stems)[0]
+    assert 'no navigation' in bc.nav_problems([], EXPECTED)[0]
+
+
+def test_nav_problems_numbers_straight_through_the_parts():
+    restarted = bc.nav_entries(_nav(*GOOD[:3], ('c.html', '1. Gamma', 'Part II: Two'),
+                                    GOOD[4]))
+    assert bc.nav_problems(restarted, EXPECTED) == [
+        "navigation entry 4 (c) is '1. Gamma', not numbered '3. ...'"]
+    numbered = bc.nav_entries(_nav(('p.html', '1. Preface', None), *GOOD[1:4],
+                                   ('z.html', 'A.1. Zeta', 'Appendices')))
+    assert bc.nav_problems(numbered, EXPECTED) == [
+        "navigation entry 1 (p) is '1. Preface', numbered; book.yml has it "
+        "unnumbered"]
+
+
+def test_nav_problems_checks_the_parts():
+    one_part = bc.nav_entries(_nav(*GOOD[:3], ('c.html', '3. Gamma', 'Part I: One'),
+                                   GOOD[4]))
+    assert bc.nav_problems(one_part, EXPECTED) == [
+        "navigation entry 4 (c) is under 'Part I: One', not 'Part II: Two'"]
+    no_captions = bc.nav_entries(_nav(*[(h, t, None) for h, t, _ in GOOD]))
+    assert len(bc.nav_problems(no_captions, EXPECTED)) == 4
 
 
 def test_problems_are_capped_per_page_and_grouped_across_pages():
@@ -152,9 +187,12 @@ def test_find_chromium_says_what_to_install(monkeypatch):
 
 def test_main_fails_clearly_without_a_built_site(tmp_path, capsys):
     book = tmp_path / 'book.yml'
-    book.write_text('chapters: [a]\n')
+    book.write_text('parts: [{title: One, chapters: [a]}]\n')
     assert bc.main([str(tmp_path / 'html'), '--book', str(book)]) == 2
     assert 'run `make book` first' in capsys.readouterr().err
+    book.write_text('chapters: [a]\n')        # the schema before parts
+    assert bc.main([str(tmp_path / 'html'), '--book', str(book)]) == 2
+    assert 'unknown key(s) chapters' in capsys.readouterr().err
 
 
 # --- the whole check on a fake site, in chromium -----------------------------------------
@@ -195,9 +233,9 @@ def _page(nav, body):
 def _fake_site(root, broken=False):
     root.mkdir()
     (root / 'pic.png').write_bytes(_PNG)
-    links = [('a.html', '1. Alpha'), ('b.html', '2. Beta')]
+    links = [('a.html', '1. Alpha', 'Part I: One'), ('b.html', '2. Beta', 'Part I: One')]
     if broken:
-        links = [('b.html', '1. Beta'), ('a.html', 'Alpha')]
+        links = [('b.html', '1. Beta', 'Part I: One'), ('a.html', 'Alpha', 'Part I: One')]
     (root / 'index.html').write_text(_page(_nav(*links), '<h1>Book</h1>'))
     a_body = '<p>Alpha has a camel.</p><img src="pic.png">'
     b_body = '<p>Beta has a zebra.</p>'
@@ -208,7 +246,7 @@ def _fake_site(root, broken=False):
     (root / 'b.html').write_text(_page(_nav(*links, current='b.html'), b_body))
     (root / 'search.html').write_text(_SEARCH)
     book = root.parent / 'book.yml'
-    book.write_text('title: Fake\nchapters:\n  - a\n  - b\n')
+    book.write_text('title: Fake\nparts:\n  - title: One\n    chapters: [a, b]\n')
     return book
 
 

@@ -9,27 +9,32 @@ What it does
     Serves ``_build/html`` over HTTP on 127.0.0.1 (a port the OS picks when
     the server binds, in a thread of this process, so nothing outlives the
     check), starts Debian's ``chromium`` headless and loads, one fresh tab
-    each, the index page and every chapter ``book.yml`` lists, then the
-    site's search page.  It fails (exit status 1) when
+    each, the index page and every page ``book.yml`` lists (the preface, the
+    chapters, the appendices), then the site's search page.  It fails (exit
+    status 1) when
 
     * a page logs a console error: an uncaught JavaScript exception,
       ``console.error``, a resource that failed to load or answered HTTP
       4xx/5xx, or any request that leaves 127.0.0.1 (the book is offline);
-    * the navigation does not list exactly the chapters of ``book.yml``, in
-      its order, each numbered ("1. NDArray and Contexts", ...);
+    * the navigation does not list exactly the pages of ``book.yml``, in
+      its order, each under its heading: the preface first, unnumbered;
+      the chapters under their part's heading ("Part I: Foundations"),
+      numbered 1, 2, ... straight through the parts ("6. Automatic
+      Parallelism" opens Part II); the appendices, unnumbered, last;
     * an ``<img>`` did not load (``naturalWidth`` 0, unless the image was
       decoded and the server answered 200 for it, as for an SVG without an
       intrinsic size);
     * math is left unrendered once MathJax has finished: a ``.math`` element
       without MathJax output, a MathJax error, or TeX (``\\(``, ``\\[``,
       ``$...$``, ``$$``, ``\\begin{``) in the visible text outside code;
-    * the search (``search.html?q=WORD``) does not find a chapter by a word
+    * the search (``search.html?q=WORD``) does not find a page by a word
       of its text.  The words are picked from the built pages: for each
-      chapter, a word of its prose that no other chapter's prose has.
+      page, a word of its prose that no other page's prose has.
 
-    It writes screenshots of the index and the first chapter (PNG) to
-    ``_build/screenshots/``, prints a table (page, console errors, images,
-    math, navigation) and then every problem found.
+    It writes screenshots (PNG) of the index, the preface, the first chapter
+    of each part and the appendices to ``_build/screenshots/``, prints a
+    table (page, console errors, images, math, navigation) and then every
+    problem found.
 
 Why the DevTools protocol, not chromium's command-line modes
     ``chromium --headless --dump-dom`` gives the DOM after a fixed virtual
@@ -75,6 +80,9 @@ import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from book_yml import read_book  # noqa: E402  (tools/book_yml.py)
+
 PAGE_TIMEOUT = 30.0      # seconds for one page to load and settle
 START_TIMEOUT = 30.0     # seconds for chromium to start
 VIEWPORT = (1280, 900)
@@ -87,15 +95,6 @@ class CheckError(RuntimeError):
     """The check could not run (no browser, no site, a browser crash)."""
 
 
-# --- the book ---------------------------------------------------------------
-
-def read_book(path):
-    """(title, chapter stems) from book.yml."""
-    import yaml
-    book = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    return str(book.get("title", "")), [str(c) for c in book.get("chapters") or []]
-
-
 # --- HTML parsing (no browser needed) ---------------------------------------
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
@@ -104,13 +103,17 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
 
 class _Nav(html.parser.HTMLParser):
     """Collects the first-level entries (``li.toctree-l1 > a``) of the
-    primary navigation (``nav.bd-docs-nav``, sphinx-book-theme's sidebar)."""
+    primary navigation (``nav.bd-docs-nav``, sphinx-book-theme's sidebar),
+    each with the caption (``.caption-text``: a toctree's caption) it
+    comes under."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.stack = []          # open tags: (tag, is_nav, is_l1_item)
-        self.entries = []        # [href, text]
+        self.entries = []        # [href, text, caption]
         self.in_link = False
+        self.caption = None      # the text of the last caption seen
+        self.in_caption = False
 
     def _inside(self, index):
         return any(frame[index] for frame in self.stack)
@@ -122,14 +125,19 @@ class _Nav(html.parser.HTMLParser):
         is_l1 = tag == "li" and "toctree-l1" in classes and self._inside(1)
         if (tag == "a" and self._inside(1) and self.stack
                 and self.stack[-1][2] and not self.in_link):
-            self.entries.append([attrs.get("href") or "", ""])
+            self.entries.append([attrs.get("href") or "", "", self.caption])
             self.in_link = True
+        if self._inside(1) and "caption-text" in classes:
+            self.caption, self.in_caption = "", True
         if tag not in VOID:
             self.stack.append((tag, is_nav, is_l1))
 
     def handle_endtag(self, tag):
         if tag == "a":
             self.in_link = False
+        if tag == "span" and self.in_caption:
+            self.in_caption = False
+            self.caption = " ".join(self.caption.split())
         for i in range(len(self.stack) - 1, -1, -1):    # forgive bad nesting
             if self.stack[i][0] == tag:
                 del self.stack[i:]
@@ -138,15 +146,19 @@ class _Nav(html.parser.HTMLParser):
     def handle_data(self, data):
         if self.in_link and self.entries:
             self.entries[-1][1] += data
+        elif self.in_caption:
+            self.caption += data
 
 
 def nav_entries(page_html):
-    """The primary navigation's chapter links, ``[(href, text), ...]``, text
-    with whitespace collapsed."""
+    """The primary navigation's page links, ``[(href, text, caption), ...]``:
+    the text with whitespace collapsed, the caption the link comes under
+    (None before the first caption)."""
     parser = _Nav()
     parser.feed(page_html)
     parser.close()
-    return [(href, " ".join(text.split())) for href, text in parser.entries]
+    return [(href, " ".join(text.split()), caption)
+            for href, text, caption in parser.entries]
 
 
 def _href_stem(href, current):
@@ -158,32 +170,48 @@ def _href_stem(href, current):
     return name[:-5] if name.endswith(".html") else name
 
 
-def nav_problems(entries, stems, current=None):
+NUMBERED = re.compile(r"\d+(\.\d+)*\.\s")    # "6. ", "6.1. "
+
+
+def nav_problems(entries, expected, current=None):
     """What is wrong with the navigation ``entries`` (from ``nav_entries``)
-    of page ``current`` (a stem, or None for the index): it must list
-    ``stems`` in order, the i-th titled "i. ..."."""
+    of page ``current`` (a stem, or None for the index): it must list the
+    pages of ``expected`` (``Book.navigation()``: page, caption, number) in
+    order, each under its caption, a numbered one titled "N. ..." and an
+    unnumbered one not numbered at all."""
     problems = []
-    got, stems = [_href_stem(href, current) for href, _ in entries], list(stems)
+    got = [_href_stem(href, current) for href, _, _ in entries]
+    want = {e.page: e for e in expected}
+    stems = [e.page for e in expected]
     if not got:
         return ["no navigation (nav.bd-docs-nav with toctree-l1 entries) found"]
     missing = [s for s in stems if s not in got]
-    extra = [s for s in got if s not in stems]
+    extra = [s for s in got if s not in want]
     if missing:
         problems.append(f"navigation lacks {', '.join(missing)}")
     if extra:
         problems.append(f"navigation has {', '.join(extra)}, which book.yml "
                         "does not list")
-    common = [s for s in got if s in stems]
-    if common != [s for s in stems if s in got]:
-        i = next(i for i, (a, b) in enumerate(
-            zip(common, [s for s in stems if s in got])) if a != b)
+    common = [s for s in got if s in want]
+    in_book = [s for s in stems if s in got]
+    if common != in_book:
+        i = next(i for i, (a, b) in enumerate(zip(common, in_book)) if a != b)
         problems.append(f"navigation order differs from book.yml: "
-                        f"{common[i]} comes where book.yml has "
-                        f"{[s for s in stems if s in got][i]}")
-    for i, (stem, (_, text)) in enumerate(zip(got, entries), 1):
-        if not re.match(rf"{i}\.\s+\S", text):
+                        f"{common[i]} comes where book.yml has {in_book[i]}")
+    for i, (stem, (_, text, caption)) in enumerate(zip(got, entries), 1):
+        if stem not in want:
+            continue
+        entry = want[stem]
+        if caption != entry.caption:
+            problems.append(f"navigation entry {i} ({stem}) is under "
+                            f"{caption!r}, not {entry.caption!r}")
+        if entry.number is None:
+            if NUMBERED.match(text):
+                problems.append(f"navigation entry {i} ({stem}) is {text!r}, "
+                                "numbered; book.yml has it unnumbered")
+        elif not re.match(rf"{entry.number}\.\s+\S", text):
             problems.append(f"navigation entry {i} ({stem}) is {text!r}, "
-                            f"not numbered '{i}. ...'")
+                            f"not numbered '{entry.number}. ...'")
     return problems
 
 
@@ -235,9 +263,9 @@ def prose_words(page_html):
 
 
 def pick_search_words(words_by_stem, min_len=7):
-    """For each chapter, a word of at least ``min_len`` letters that its prose
-    has and no other chapter's prose has: the most frequent such word, ties
-    broken alphabetically.  ``{stem: word}``; a chapter with no such word is
+    """For each page, a word of at least ``min_len`` letters that its prose
+    has and no other page's prose has: the most frequent such word, ties
+    broken alphabetically.  ``{stem: word}``; a page with no such word is
     left out."""
     seen_in = collections.Counter()
     for words in words_by_stem.values():
@@ -687,7 +715,8 @@ def visit(browser, url, origin, search=False, screenshot=None):
             browser.send("Target.closeTarget", {"targetId": target})
 
 
-def check_page(browser, server, name, path, stems, current, screenshot=None):
+def check_page(browser, server, name, path, expected, current,
+               screenshot=None):
     report = PageReport(name)
     settled, report.errors = visit(browser, server.url + path,
                                    server.url.rstrip("/"), screenshot=screenshot)
@@ -708,7 +737,8 @@ def check_page(browser, server, name, path, stems, current, screenshot=None):
     report.math_problems += [f"TeX in the text: {m}"
                              for m in unrendered_math(settled.get("text", ""))]
     if report.html:
-        report.nav_problems = nav_problems(nav_entries(report.html), stems, current)
+        report.nav_problems = nav_problems(nav_entries(report.html), expected,
+                                           current)
     else:
         report.nav_problems = ["the page gave no HTML"]
     return report
@@ -756,12 +786,20 @@ def table(reports):
 def run(site, book, screenshots, searches=None, out=None):
     """Check ``site`` (a built book) against ``book`` (book.yml): prints the
     table to ``out`` and returns the problems found (strings; none: passed).
-    ``searches``: {chapter stem: word to find it by}; default: picked from
+    ``searches``: {page stem: word to find it by}; default: picked from
     the pages by ``pick_search_words``.  Raises CheckError when the check
-    cannot run at all."""
+    cannot run at all (a malformed book.yml among them)."""
     out = out or sys.stdout
     site = Path(site)
-    _, stems = read_book(book)
+    try:
+        book = read_book(book)
+    except ValueError as e:
+        raise CheckError(str(e)) from None
+    expected, stems = book.navigation(), book.pages
+    # screenshots: the index, the preface, each part's first chapter, the
+    # appendices
+    first_chapters = {p.chapters[0] for p in book.parts}
+    shoot = {"index", book.preface, *first_chapters, *book.appendices}
     if not (site / "index.html").is_file():
         raise CheckError(f"{site}/index.html does not exist; run `make book` first")
     missing = [s for s in stems if not (site / f"{s}.html").is_file()]
@@ -782,12 +820,10 @@ def run(site, book, screenshots, searches=None, out=None):
             browser.start()
             pages = [("index", "index.html", None)] + [
                 (s, f"{s}.html", s) for s in stems_built]
-            for i, (name, path, current) in enumerate(pages):
-                shot = None
-                if i <= 1:        # the index and the first chapter
-                    shot = Path(screenshots) / f"{name}.png"
-                reports.append(check_page(browser, server, name, path, stems,
-                                          current, screenshot=shot))
+            for name, path, current in pages:
+                shot = Path(screenshots) / f"{name}.png" if name in shoot else None
+                reports.append(check_page(browser, server, name, path,
+                                          expected, current, screenshot=shot))
             for stem, word in searches.items():
                 reports.append(check_search(browser, server, word, stem))
         finally:
@@ -823,14 +859,14 @@ def main(argv=None):
     parser.add_argument("site", nargs="?", default=str(ROOT / "_build" / "html"),
                         help="the built book (default: _build/html)")
     parser.add_argument("--book", default=str(ROOT / "book.yml"),
-                        help="book.yml with the chapter order")
+                        help="book.yml with the table of contents")
     parser.add_argument("--screenshots", default=None,
                         help="where the PNGs go (default: the site's "
                              "parent/screenshots, i.e. _build/screenshots)")
     parser.add_argument("--search", action="append", metavar="WORD=STEM",
-                        help="search for WORD and expect chapter STEM among "
+                        help="search for WORD and expect page STEM among "
                              "the results (repeatable; default: one word "
-                             "picked from each chapter)")
+                             "picked from each page)")
     args = parser.parse_args(argv)
     screenshots = args.screenshots or str(Path(args.site).resolve().parent / "screenshots")
     searches = None

@@ -75,6 +75,8 @@ class Trainer:
         summed gradient (needed for :meth:`allreduce_grads` + :meth:`update`).
         None: True when the store can run an optimizer, as in MXNet.
 
+    Notes
+    -----
     A parameter whose gradient no backward has written since the last step
     (a stale gradient: the parameter took no part in the loss) raises a
     ``UserWarning`` naming it, unless ``step(..., ignore_stale_grad=True)``,

@@ -13,15 +13,15 @@ train.py``); gradients summed by allreduce, no parameter servers::
 
 Code written for ``horovod.mxnet`` runs by changing that one import.
 
-================  ===========================================================
-:mod:`.basics`    ``init``, ``size``, ``rank``, ``local_rank``; the settings
-:mod:`.ring`      the ring allreduce over MPI point-to-point, from scratch
-:mod:`.ops`       ``allreduce``, ``grouped_allreduce`` (tensor fusion),
-                  ``allgather``, ``broadcast``, ``broadcast_parameters``
-:mod:`.trainer`   ``DistributedTrainer``, ``DistributedOptimizer``
+===================  ==========================================================
+:mod:`.basics`       ``init``, ``size``, ``rank``, ``local_rank``; the settings
+:mod:`.ring`         the ring allreduce over MPI point-to-point, from scratch
+:mod:`.ops`          ``allreduce``, ``grouped_allreduce`` (tensor fusion),
+                     ``allgather``, ``broadcast``, ``broadcast_parameters``
+:mod:`.trainer`      ``DistributedTrainer``, ``DistributedOptimizer``
 :mod:`.compression`  ``Compression.none`` / ``fp16`` for the gradients
-:mod:`.nccl`      GPU tensors summed on their device by NCCL (through CuPy)
-================  ===========================================================
+:mod:`.nccl`         GPU tensors summed on their device by NCCL (through CuPy)
+===================  ==========================================================
 """
 from .basics import (HorovodError, init, is_initialized, local_rank, local_size,
                      mpi_built, mpi_enabled, nccl_built, rank, settings, shutdown,

@@ -161,7 +161,9 @@ class _TwoMoments(Optimizer):
 
 @Optimizer.register
 class Adam(_TwoMoments):
-    """Adam (Kingma & Ba), MXNet's form: ``lr_t = lr * sqrt(1-b2^t)/(1-b1^t)``::
+    """Adam (Kingma & Ba), in MXNet's form.
+
+    With ``lr_t = lr * sqrt(1-b2^t)/(1-b1^t)``::
 
         g = clip(rescale_grad*grad + wd*w);  m = b1*m + (1-b1)*g
         v = b2*v + (1-b2)*g^2;  w -= lr_t * m / (sqrt(v) + epsilon)
@@ -187,7 +189,9 @@ class Adam(_TwoMoments):
 
 @Optimizer.register
 class Adamax(_TwoMoments):
-    """AdaMax (Kingma & Ba, section 7): Adam with the infinity norm::
+    """AdaMax (Kingma & Ba, section 7): Adam with the infinity norm.
+
+    ::
 
         g = clip(rescale_grad*grad + wd*w);  m = b1*m + (1-b1)*g
         u = max(b2*u, |g|);  w -= lr/(1-b1^t) * m / u
@@ -239,7 +243,9 @@ class Nadam(_TwoMoments):
 
 @Optimizer.register
 class AdaGrad(Optimizer):
-    """AdaGrad (Duchi et al.): per-coordinate steps shrink with past gradients::
+    """AdaGrad (Duchi et al.): per-coordinate steps shrink with past gradients.
+
+    ::
 
         g = clip(rescale_grad*grad);  h += g^2
         w -= lr * (g / sqrt(h + eps) + wd * w)
