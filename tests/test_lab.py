@@ -241,7 +241,7 @@ class Kernel:
 # --- notebooks -----------------------------------------------------------------
 
 def markers(cell):
-    """nbval's markers of a cell: ``# NBVAL_...`` comment lines and tags."""
+    """nbval's markers of a cell: ``# NBVAL_...`` comment lines, ``nbval-...`` tags."""
     comments = {line.strip().lstrip('#').strip()
                 for line in cell['source'].splitlines() if line.strip().startswith('#')}
     tags = {t.upper().replace('-', '_') for t in cell['metadata'].get('tags', [])}
@@ -305,16 +305,15 @@ def test_lab_opens_and_runs_a_chapter(lab):
     session = lab.api('POST', '/api/sessions', {
         'path': CHAPTER, 'name': CHAPTER, 'type': 'notebook',
         'kernel': {'name': notebook['metadata']['kernelspec']['name']}})
-    kernel_id = session['kernel']['id']
     lab.note_processes()
-    kernel = Kernel(lab.channels_url(kernel_id), lab.token)
+    kernel = Kernel(lab.channels_url(session['kernel']['id']), lab.token)
     try:
         # The kernel runs on this venv, imports this checkout's d2lmini, and
         # is one of the server's processes that must be gone at the end.
         probe = kernel.execute('import os, sys, d2lmini\n'
                                'print(sys.prefix, d2lmini.__file__, os.getpid(), sep="\\n")')
         assert not traceback_of(probe), traceback_of(probe)
-        prefix, package, pid = as_text(probe)[0][1].splitlines()
+        prefix, package, pid = dict(as_text(probe))['stdout'].splitlines()
         assert (prefix, package) == (sys.prefix, str(REPO / 'd2lmini' / '__init__.py'))
         assert int(pid) in {pid for pid, _ in lab.seen}
 
