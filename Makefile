@@ -117,6 +117,8 @@ book-check: $(STAMP)
 	$(BIN)/python tools/book_check.py _build/html --book book.yml \
 	  --screenshots _build/screenshots
 
+# tests/test_lab.py runs this very command (it reads it from `make -n lab`)
+# with NO_BROWSER=1, a free LAB_PORT and LAB_ARGS binding only 127.0.0.1.
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=chapters --port=$(strip $(LAB_PORT)) \
 	  $(ALLOW_ROOT) $(NO_BROWSER_FLAG) $(LAB_ARGS)
