@@ -309,5 +309,5 @@ def test_save_params_uses_full_names_a_symbol_block_reads(tmp_path):
     block = gluon.nn.SymbolBlock(outputs=net(mx.sym.var('data')),
                                  inputs=mx.sym.var('data'))
     with pytest.warns(DeprecationWarning):
-        block.load_params(f, ctx=mx.cpu())
+        block.load_params(f, ctx=x.context)
     np.testing.assert_allclose(block(x).asnumpy(), want, rtol=1e-6, atol=1e-6)
