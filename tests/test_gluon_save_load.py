@@ -58,7 +58,7 @@ def test_load_into_an_initialized_net_keeps_the_leaves(tmp_path):
 
 def test_load_onto_given_contexts_and_multi_context_save(tmp_path):
     net = MLP()
-    x = nd.ones((2, 5))
+    x = nd.ones((2, 5), ctx=mx.cpu(0))
     net.initialize(init.Normal(1.0), ctx=[mx.cpu(0), mx.cpu(1)])
     y = net(x)
     f = str(tmp_path / 'm.params')
