@@ -127,15 +127,19 @@ def _fashion_mnist_found():
 
 
 def _synthetic_iters(batch, rank, size, n_train=6000, n_test=1000):
-    """Random images in place of Fashion-MNIST (accuracy is then chance)."""
-    from d2lmini import nd
+    """Random images in place of Fashion-MNIST (accuracy is then chance),
+    host batches as a DataLoader gives."""
+    from d2lmini import cpu, nd
+
+    def host(a):
+        return nd.array(a, ctx=cpu())
     rng = np.random.default_rng(0)
     X = rng.random((n_train, 1, 28, 28), dtype=np.float32)
     y = rng.integers(0, 10, n_train)
     part = slice(rank * n_train // size, (rank + 1) * n_train // size)
-    train = [(nd.array(X[part][i:i + batch]), nd.array(y[part][i:i + batch]))
+    train = [(host(X[part][i:i + batch]), host(y[part][i:i + batch]))
              for i in range(0, n_train // size, batch)]
-    test = [(nd.array(X[:n_test][i:i + 256]), nd.array(y[:n_test][i:i + 256]))
+    test = [(host(X[:n_test][i:i + 256]), host(y[:n_test][i:i + 256]))
             for i in range(0, n_test, 256)]
     return train, test
 
@@ -156,11 +160,16 @@ def worker_lenet(epochs=EPOCHS, global_batch=GLOBAL_BATCH, max_steps=None,
             batch, num_parts=size, part_index=rank)
     else:
         train_iter, test_iter = _synthetic_iters(batch, rank, size)
+    # one device a rank: its local GPU when the default context is a GPU (as
+    # Horovod's examples pick mx.gpu(hvd.local_rank())), else the default
+    ctx = mx.current_context()
+    if ctx.device_type == 'gpu':
+        ctx = mx.gpu(hvd.local_rank() % mx.num_gpus())
     mx.random.seed(0)
     np.random.seed(rank)
     net = d2l.lenet_multigpu()
-    net.initialize(init.Xavier())
-    net(mx.nd.zeros((1, 1, 28, 28)))
+    net.initialize(init.Xavier(), ctx=ctx)
+    net(mx.nd.zeros((1, 1, 28, 28), ctx=ctx))
     hvd.broadcast_parameters(net.collect_params(), root_rank=0)
     trainer = hvd.DistributedTrainer(net.collect_params(), 'sgd',
                                      dict(LENET_PARAMS))
@@ -172,6 +181,7 @@ def worker_lenet(epochs=EPOCHS, global_batch=GLOBAL_BATCH, max_steps=None,
         for X, y in train_iter:
             if max_steps is not None and steps >= max_steps * (epoch + 1):
                 break
+            X, y = X.as_in_context(ctx), y.as_in_context(ctx)   # host batches
             with autograd.record():
                 l_ = loss(net(X), y)
             l_.backward()
@@ -184,7 +194,7 @@ def worker_lenet(epochs=EPOCHS, global_batch=GLOBAL_BATCH, max_steps=None,
                     .asnumpy().max())
     total = int(hvd.allreduce(mx.nd.array([float(images)]), average=False,
                               name='images').asnumpy()[0])
-    acc = d2l.evaluate_accuracy_gpu(net, test_iter, mx.cpu()) if rank == 0 else None
+    acc = d2l.evaluate_accuracy_gpu(net, test_iter, ctx) if rank == 0 else None
     hvd.shutdown()
     return {'size': size, 'images': total, 'steps': steps, 'seconds': slowest,
             'images_per_s': total / slowest, 'test_acc': acc, 'epochs': epochs,

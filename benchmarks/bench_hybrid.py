@@ -79,8 +79,8 @@ def mlp_closures(in_dim=512, hidden=(256, 128), out=2, calls=1000):
     hyb = mlp_net(hidden, out)
     _copy_params(imp, hyb, x)
     hyb.hybridize()
-    ex = mlp_sym(hidden, out).simple_bind(mx.cpu(), grad_req='null',
-                                          data=(1, in_dim))
+    ex = mlp_sym(hidden, out).simple_bind(
+        mx.current_context(), grad_req='null', data=(1, in_dim))
     dense = [b for b in imp]
     for k, layer in enumerate(dense):
         ex.arg_dict[f'fc{k + 1}_weight'][:] = layer.weight.data()
@@ -174,9 +174,12 @@ def lenet_closures(X_np, y_np, lr=0.1):
 def fit_closures(X_np, y_np, batch=256, lr=0.1):
     """One epoch over the same NDArrayIter: ``Module.fit`` on the symbolic
     LeNet, and the Gluon loop doing the same work (imperative net, loss,
-    backward, Trainer.step, accuracy)."""
+    backward, Trainer.step, accuracy), both on the current context (the
+    iterator's batches are host arrays: the Gluon loop moves each one there,
+    as Module does)."""
+    ctx = mx.current_context()
     it = mx.io.NDArrayIter(X_np, y_np, batch, label_name='softmax_label')
-    mod = mx.mod.Module(lenet_sym(), context=mx.cpu())
+    mod = mx.mod.Module(lenet_sym(), context=ctx)
     mx.random.seed(0)
     fit_args = dict(num_epoch=1, optimizer='sgd', initializer=mx.init.Normal(0.01),
                     optimizer_params={'learning_rate': lr})
@@ -205,7 +208,7 @@ def fit_closures(X_np, y_np, batch=256, lr=0.1):
         it.reset()
         acc.reset()
         for b in it:
-            X, y = b.data[0], b.label[0]
+            X, y = b.data[0].as_in_context(ctx), b.label[0].as_in_context(ctx)
             with autograd.record():
                 out = net(X)
                 l = loss(out, y)

@@ -200,9 +200,20 @@ def _view(a, sel):
     return a[sel]
 
 
-def _local(piece, remote, ctx):
-    # CPU devices share memory: read the neighbour's piece where it is.
-    return backend.to_context(piece, ctx) if remote else piece
+def _local(a, sel, remote, ctx):
+    """Piece ``sel`` of ``a`` (another device's array) on ``ctx``.  CPU
+    devices share memory: read the neighbour's piece where it is.  A GPU's
+    piece is cut on its own device (that worker's current device is
+    ``ctx``'s, and the reshape of a non-contiguous array is a kernel),
+    then copied."""
+    if not remote:
+        return _view(a, sel)
+    if backend.is_gpu_array(a):
+        with a.device:
+            a = _view(a, sel)
+    else:
+        a = _view(a, sel)
+    return backend.to_context(a, ctx)
 
 
 def _store(dst, sel, value):
@@ -222,14 +233,14 @@ def _store(dst, sel, value):
 
 def _k_copy(dst, src, *, sel, src_sel, remote, shape, dtype, ctx):
     dst = _target(dst, shape, dtype, ctx)
-    _store(dst, sel, _local(_view(src, src_sel), remote, ctx))
+    _store(dst, sel, _local(src, src_sel, remote, ctx))
     return dst
 
 
 def _k_add(dst, mine, theirs, *, sel, remote, shape, dtype, ctx):
     """``dst[sel] = mine[sel] + theirs[sel]``: receive and reduce in one pass."""
     dst = _target(dst, shape, dtype, ctx)
-    b = _local(_view(theirs, sel), remote, ctx)
+    b = _local(theirs, sel, remote, ctx)
     a = _view(mine, sel)
     xp = backend.xp_of(dst)
     if dst.flags.c_contiguous:

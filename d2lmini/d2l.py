@@ -483,7 +483,10 @@ def size(a):
 
 
 def _correct(y_hat, y):
-    """The number of correct predictions, as an NDArray (no sync)."""
+    """The number of correct predictions, as an NDArray (no sync), on
+    ``y_hat``'s device: the labels are moved there if they are elsewhere (a
+    DataLoader gives host labels; the network's output may be on a GPU)."""
+    y = y.as_in_context(y_hat.context)
     if len(y_hat.shape) > 1 and y_hat.shape[1] > 1:
         y_hat = y_hat.argmax(axis=1)
     cmp = y_hat.astype(y.dtype) == y
@@ -548,7 +551,7 @@ def _evaluate_accuracy_classic(data_iter, net, ctx=None):
         ctx = [context.cpu()]
     if isinstance(ctx, context.Context):
         ctx = [ctx]
-    acc_sum, n = nd.array([0]), 0
+    acc_sum, n = nd.array([0], ctx=context.cpu()), 0
     for batch in data_iter:
         features, labels, _ = _get_batch(batch, ctx)
         for X, y in zip(features, labels):

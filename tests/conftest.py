@@ -23,6 +23,17 @@ DEVICES = [mx.cpu(0), pytest.param(mx.gpu(0), marks=pytest.mark.skipif(
     not HAS_GPU, reason='no GPU (install the [gpu] extra on a CUDA machine)'))]
 
 
+def child_pythonpath(root):
+    """``PYTHONPATH`` for a child process (a dist job's roles, MPI ranks, the
+    launcher): ``root`` (this checkout) first, then this process's own
+    entries made absolute (a child may start in another directory), so the
+    child imports what this process imports: in the GPU run, the stand-in
+    that ``D2LMINI_CUPY`` names, which lives in ``tests/``."""
+    inherited = os.environ.get('PYTHONPATH', '').split(os.pathsep)
+    parts = [str(root)] + [os.path.abspath(p) for p in inherited if p]
+    return os.pathsep.join(dict.fromkeys(parts))
+
+
 @pytest.fixture(params=DEVICES, ids=lambda c: str(c))
 def ctx(request):
     old = context._DEFAULT[0]

@@ -13,6 +13,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from conftest import child_pythonpath
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, 'tests', 'dist_scripts')
 
@@ -68,7 +70,7 @@ class Proc:
 
 
 def job_env(num_workers, num_servers, port, extra=None):
-    env = dict(os.environ, PYTHONPATH=ROOT, DMLC_PS_ROOT_URI='127.0.0.1',
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(ROOT), DMLC_PS_ROOT_URI='127.0.0.1',
                DMLC_PS_ROOT_PORT=str(port), DMLC_NUM_WORKER=str(num_workers),
                DMLC_NUM_SERVER=str(num_servers), PYTHONUNBUFFERED='1',
                PS_HEARTBEAT_INTERVAL='0.2', PS_HEARTBEAT_TIMEOUT='3',

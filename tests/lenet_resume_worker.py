@@ -23,9 +23,10 @@ def main(root, start, stop, out, ckpt=None):
     train = FashionMNIST(root=root, train=True)
     X = transforms.ToTensor()(train._images[:NUM_TRAIN])   # NHWC uint8 -> NCHW
     y = train._label[:NUM_TRAIN]
+    ctx = mx.current_context()                   # gpu(0) in the GPU run
     net = d2l.lenet_multigpu()
-    net.initialize(init.Xavier())
-    net(mx.nd.array(X[:2]))                      # finish deferred init
+    net.initialize(init.Xavier(), ctx=ctx)
+    net(mx.nd.array(X[:2], ctx=ctx))                      # finish deferred init
     trainer = gluon.Trainer(net.collect_params(), 'sgd',
                             {'learning_rate': LR, 'momentum': 0.9, 'wd': 1e-4})
     if ckpt is not None:
@@ -35,7 +36,8 @@ def main(root, start, stop, out, ckpt=None):
     loader = DataLoader(ArrayDataset(X, y), BATCH, shuffle=True)
     for epoch in range(start, stop):
         np.random.seed(1000 + epoch)             # the loader shuffles with NumPy
-        for Xb, yb in loader:
+        for Xb, yb in loader:                    # host batches, to the net's device
+            Xb, yb = Xb.as_in_context(ctx), yb.as_in_context(ctx)
             with autograd.record():
                 l = loss(net(Xb), yb)
             l.backward()

@@ -26,6 +26,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from conftest import child_pythonpath
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, 'tests', 'mpi_scripts')
 TOKEN_VAR = 'D2LMINI_MPI_JOB'
@@ -134,8 +136,7 @@ def job_env(extra=None):
     """The environment of every rank: this checkout first on PYTHONPATH,
     unbuffered output, one BLAS thread per rank (ranks share the cores)."""
     env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(
-        [ROOT] + ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
+    env['PYTHONPATH'] = child_pythonpath(ROOT)
     env.update(PYTHONUNBUFFERED='1', OMP_NUM_THREADS='1',
                OPENBLAS_NUM_THREADS='1', MKL_NUM_THREADS='1')
     for k in [k for k in env if k.startswith(('PMI_', 'HYDRA_', 'MPIR_'))]:

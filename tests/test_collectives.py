@@ -445,9 +445,9 @@ def _pushed():
 def test_bad_input(call, kind, match):
     _, xs = inputs(3, (4,))
     b = {'five@1': nd.ones((5,), ctx=mx.cpu(1)), 'int@1': xs[1].astype('int32'),
-         'four@0': nd.ones((4,)), 'four@1': nd.ones((4,), ctx=mx.cpu(1)),
-         'three@2': nd.ones((3,), ctx=mx.cpu(2)), '0d@0': nd.ones(()),
-         '0d@1': nd.ones((), ctx=mx.cpu(1)), '2x3@0': nd.ones((2, 3)),
+         'four@0': nd.ones((4,), ctx=mx.cpu(0)), 'four@1': nd.ones((4,), ctx=mx.cpu(1)),
+         'three@2': nd.ones((3,), ctx=mx.cpu(2)), '0d@0': nd.ones((), ctx=mx.cpu(0)),
+         '0d@1': nd.ones((), ctx=mx.cpu(1)), '2x3@0': nd.ones((2, 3), ctx=mx.cpu(0)),
          '2x4@1': nd.ones((2, 4), ctx=mx.cpu(1))}
     nd.waitall()
     before = _pushed()

@@ -172,7 +172,8 @@ def test_fashion_mnist_helpers(fashion_mnist_dir):
 
 
 def test_lenet_from_raw_ops():
-    params = d2l.get_lenet_params(mx.cpu(0))
+    ctx = mx.current_context()
+    params = d2l.get_lenet_params(ctx)
     assert [p.shape for p in params] == [
         (20, 1, 3, 3), (20,), (50, 20, 5, 5), (50,), (800, 128), (128,),
         (128, 10), (10,)]
@@ -180,7 +181,7 @@ def test_lenet_from_raw_ops():
     copies = d2l.get_params(params, mx.cpu(1))
     assert copies[0].context == mx.cpu(1) and copies[0].grad is not None
     np.testing.assert_array_equal(copies[2].asnumpy(), params[2].asnumpy())
-    X = nd.random.uniform(shape=(2, 1, 28, 28))
+    X = nd.random.uniform(shape=(2, 1, 28, 28), ctx=ctx)
     with standin_ops():
         with autograd.record():
             out = d2l.lenet(X, params)
@@ -332,8 +333,9 @@ def _small_fashion(fashion_mnist_dir, n_train=256, n_test=128, bs=64):
 def test_train_ch3_softmax_from_scratch(fashion_mnist_dir, capsys):
     """The classic chapter 3 loop: sgd on params, accuracy going up."""
     train_iter, test_iter = _small_fashion(fashion_mnist_dir, 512, 256)
-    W = nd.random.normal(scale=0.01, shape=(784, 10))
-    b = nd.zeros(10)
+    # the classic chapter 3 trains on the host, where the DataLoader's batches are
+    W = nd.random.normal(scale=0.01, shape=(784, 10), ctx=mx.cpu(0))
+    b = nd.zeros(10, ctx=mx.cpu(0))
     W.attach_grad()
     b.attach_grad()
 

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import netns
+from conftest import child_pythonpath
 
 pytest.importorskip('zmq')
 OK, WHY = netns.available()
@@ -85,7 +86,7 @@ def _run_job(tmp_path, heartbeat_timeout=5, env_of=None):
         job = netns.start_job(
             hosts, [sys.executable, str(script), str(ROUNDS), str(LR)],
             num_servers=2, num_workers=2, env_of=env_of,
-            env=dict(PYTHONPATH=ROOT, PYTHONUNBUFFERED='1', OMP_NUM_THREADS='1',
+            env=dict(PYTHONPATH=child_pythonpath(ROOT), PYTHONUNBUFFERED='1', OMP_NUM_THREADS='1',
                      MXNET_KVSTORE_BIGARRAY_BOUND='100',
                      PS_HEARTBEAT_INTERVAL='0.2',
                      PS_HEARTBEAT_TIMEOUT=str(heartbeat_timeout)),
@@ -175,7 +176,7 @@ def test_workers_read_their_parts_of_fashion_mnist(tmp_path, fashion_mnist_dir):
         job = netns.start_job(
             hosts, [sys.executable, str(script), str(fashion_mnist_dir)],
             num_servers=1, num_workers=2,
-            env=dict(PYTHONPATH=ROOT, PYTHONUNBUFFERED='1',
+            env=dict(PYTHONPATH=child_pythonpath(ROOT), PYTHONUNBUFFERED='1',
                      OMP_NUM_THREADS='1', PS_HEARTBEAT_INTERVAL='0.2',
                      PS_HEARTBEAT_TIMEOUT='5'),
             cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -39,7 +39,7 @@ def check_symbolic(fn, shapes, nograd=(), rtol=1e-5, atol=1e-6):
         sym = mx.sym.Group(list(sym))
     assert sorted(sym.list_arguments()) == sorted(names)
     reqs = {n: 'null' if n in nograd else 'write' for n in names}
-    ex = sym.bind(mx.cpu(), {n: nd.array(v, dtype=v.dtype) for n, v in values.items()},
+    ex = sym.bind(mx.current_context(), {n: nd.array(v, dtype=v.dtype) for n, v in values.items()},
                   args_grad={n: nd.zeros(v.shape, dtype=v.dtype)
                              for n, v in values.items()},
                   grad_req=reqs)
@@ -174,7 +174,7 @@ def test_comparisons_have_values_and_no_gradient():
                     (a > 1.5, x > 1.5)):
         feed = {'a': nd.array(x), 'b': nd.array(y)}
         feed = {k: v for k, v in feed.items() if k in s.list_arguments()}
-        ex = s.bind(mx.cpu(), feed, args_grad={k: nd.ones((1, 3)) for k in feed})
+        ex = s.bind(mx.current_context(), feed, args_grad={k: nd.ones((1, 3)) for k in feed})
         got = ex.forward(is_train=True)[0]
         np.testing.assert_array_equal(got.asnumpy(), want.astype(np.float32))
         ex.backward(nd.ones((1, 3)))
@@ -193,7 +193,7 @@ def test_batchnorm_training_updates_aux_states_like_imperative():
     sym = _bn_symbol()
     assert sym.list_arguments() == ['data', 'bn_gamma', 'bn_beta']
     assert sym.list_auxiliary_states() == ['bn_moving_mean', 'bn_moving_var']
-    ex = sym.simple_bind(mx.cpu(), data=x.shape)
+    ex = sym.simple_bind(mx.current_context(), data=x.shape)
     ex.arg_dict['bn_gamma'][:] = 1.5
     ex.arg_dict['bn_beta'][:] = 0.25
     ex.aux_dict['bn_moving_var'][:] = 1
@@ -224,7 +224,7 @@ def test_batchnorm_training_updates_aux_states_like_imperative():
 
 def test_batchnorm_inference_uses_aux_states_and_leaves_them():
     x = RNG.randn(4, 3, 2, 2).astype(np.float32)
-    ex = _bn_symbol().simple_bind(mx.cpu(), data=x.shape, grad_req='null')
+    ex = _bn_symbol().simple_bind(mx.current_context(), data=x.shape, grad_req='null')
     mm = np.array([0.5, -1, 2], np.float32)
     mv = np.array([4, 1, 0.25], np.float32)
     ex.copy_params_from({'bn_gamma': nd.ones(3), 'bn_beta': nd.zeros(3)},
@@ -239,7 +239,7 @@ def test_batchnorm_inference_uses_aux_states_and_leaves_them():
 def test_dropout_is_identity_in_inference_and_masks_in_training():
     x = RNG.uniform(1, 2, (50, 40)).astype(np.float32)
     sym = mx.sym.Dropout(mx.sym.var('x'), p=0.5)
-    ex = sym.bind(mx.cpu(), {'x': nd.array(x)}, args_grad={'x': nd.zeros(x.shape)})
+    ex = sym.bind(mx.current_context(), {'x': nd.array(x)}, args_grad={'x': nd.zeros(x.shape)})
     np.testing.assert_array_equal(ex.forward(is_train=False)[0].asnumpy(), x)
     out = ex.forward(is_train=True)[0].asnumpy()
     kept = out != 0
@@ -253,7 +253,7 @@ def test_dropout_is_identity_in_inference_and_masks_in_training():
 # --- grad_req -------------------------------------------------------------------------
 def _fc_executor(grad_req):
     sym = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=2, name='fc')
-    ex = sym.simple_bind(mx.cpu(), grad_req=grad_req, data=(3, 4))
+    ex = sym.simple_bind(mx.current_context(), grad_req=grad_req, data=(3, 4))
     ex.arg_dict['data'][:] = nd.array(RNG.randn(3, 4))
     ex.arg_dict['fc_weight'][:] = nd.array(RNG.randn(2, 4))
     return ex
@@ -295,7 +295,7 @@ def test_bind_with_args_grad_list_and_missing_grad_buffer_means_null():
     x, w = mx.sym.var('x'), mx.sym.var('w')
     sym = x * w
     gx = nd.zeros(2)
-    ex = sym.bind(mx.cpu(), [nd.array([1, 2]), nd.array([3, 4])],
+    ex = sym.bind(mx.current_context(), [nd.array([1, 2]), nd.array([3, 4])],
                   args_grad={'x': gx})
     ex.forward(is_train=True)
     ex.backward(nd.ones(2))
@@ -307,7 +307,7 @@ def test_bind_with_args_grad_list_and_missing_grad_buffer_means_null():
 def test_forward_kwargs_outputs_and_output_dict():
     a = mx.sym.var('a')
     sym = mx.sym.Group([a + 1, a * 2])
-    ex = sym.simple_bind(mx.cpu(), a=(2,))
+    ex = sym.simple_bind(mx.current_context(), a=(2,))
     outs = ex.forward(a=nd.array([1, 2]))
     assert [o.asnumpy().tolist() for o in outs] == [[2, 3], [2, 4]]
     assert list(ex.output_dict) == sym.list_outputs()
@@ -319,7 +319,7 @@ def test_forward_kwargs_outputs_and_output_dict():
 
 def test_copy_params_from_and_reshape_share_parameters():
     sym = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc')
-    ex = sym.simple_bind(mx.cpu(), data=(2, 4))
+    ex = sym.simple_bind(mx.current_context(), data=(2, 4))
     w = RNG.randn(3, 4).astype(np.float32)
     ex.copy_params_from({'fc_weight': nd.array(w), 'fc_bias': nd.ones(3),
                          'other': nd.ones(1)}, allow_extra_params=True)
@@ -345,7 +345,7 @@ def test_copy_params_from_and_reshape_share_parameters():
 
 def test_backward_before_forward_and_loss_head_without_out_grads():
     x = mx.sym.var('x')
-    ex = (x * 2).simple_bind(mx.cpu(), x=(2,))
+    ex = (x * 2).simple_bind(mx.current_context(), x=(2,))
     with pytest.raises(MXNetError, match='forward'):
         ex.backward()
     ex.forward(is_train=True)
@@ -359,7 +359,7 @@ def test_backward_after_inference_forward_differentiates_the_inference_graph():
     x = RNG.randn(4, 3).astype(np.float32)
     sym = mx.sym.Dropout(mx.sym.BatchNorm(mx.sym.var('data'), name='bn',
                                           fix_gamma=False), p=0.5)
-    ex = sym.simple_bind(mx.cpu(), data=x.shape)
+    ex = sym.simple_bind(mx.current_context(), data=x.shape)
     ex.arg_dict['bn_gamma'][:] = 2
     ex.aux_dict['bn_moving_var'][:] = 4
     ex.forward(data=nd.array(x))
@@ -389,7 +389,7 @@ def test_training_a_symbolic_mlp_by_hand_matches_autograd_sgd():
                                name='softmax')
     x = RNG.randn(6, 4).astype(np.float32)
     y = np.array([0, 1, 2, 0, 1, 2], np.float32)
-    ex = net.simple_bind(mx.cpu(), data=x.shape)
+    ex = net.simple_bind(mx.current_context(), data=x.shape)
     params = {n: RNG.randn(*a.shape).astype(np.float32) * 0.5
               for n, a in ex.arg_dict.items() if n.startswith('fc')}
     ex.copy_params_from({n: nd.array(v) for n, v in params.items()})
@@ -426,9 +426,9 @@ def test_debug_str_memory_and_zero_propagation():
     for _ in range(6):
         data = data * data
     shape = (256, 1024)
-    train = data.simple_bind(mx.cpu(), data=shape)
-    infer = data.simple_bind(mx.cpu(), data=shape, grad_req='null')
-    cut = mx.sym.stop_gradient(data).simple_bind(mx.cpu(), data=shape)
+    train = data.simple_bind(mx.current_context(), data=shape)
+    infer = data.simple_bind(mx.current_context(), data=shape, grad_req='null')
+    cut = mx.sym.stop_gradient(data).simple_bind(mx.current_context(), data=shape)
     assert _total_mb(train) == 6
     assert _total_mb(infer) == _total_mb(cut) == 2
     assert train.debug_str().count('multiply') == 6       # one line a step

@@ -58,7 +58,7 @@ def test_load_into_an_initialized_net_keeps_the_leaves(tmp_path):
 
 def test_load_onto_given_contexts_and_multi_context_save(tmp_path):
     net = MLP()
-    x = nd.ones((2, 5))
+    x = nd.ones((2, 5), ctx=mx.cpu(0))
     net.initialize(init.Normal(1.0), ctx=[mx.cpu(0), mx.cpu(1)])
     y = net(x)
     f = str(tmp_path / 'm.params')
@@ -309,5 +309,5 @@ def test_save_params_uses_full_names_a_symbol_block_reads(tmp_path):
     block = gluon.nn.SymbolBlock(outputs=net(mx.sym.var('data')),
                                  inputs=mx.sym.var('data'))
     with pytest.warns(DeprecationWarning):
-        block.load_params(f, ctx=mx.cpu())
+        block.load_params(f, ctx=x.context)
     np.testing.assert_allclose(block(x).asnumpy(), want, rtol=1e-6, atol=1e-6)

@@ -69,7 +69,8 @@ def test_linear_regression_recovers_the_weights():
 def test_data_parallel_step_equals_single_device_step():
     """Two logical devices, gradients summed by hand: the same update as one."""
     x, y = blobs(40, seed=3)
-    ctxs = [mx.cpu(0), mx.cpu(1)]
+    kind = mx.current_context().device_type      # cpu(0)+cpu(1) or gpu(0)+gpu(1)
+    ctxs = [mx.Context(kind, 0), mx.Context(kind, 1)]
 
     def build(ctx):
         mx.random.seed(7)
@@ -80,7 +81,7 @@ def test_data_parallel_step_equals_single_device_step():
         return net
 
     loss = gloss.SoftmaxCrossEntropyLoss()
-    single, multi = build(mx.cpu(0)), build(ctxs)
+    single, multi = build(ctxs[0]), build(ctxs)
     with autograd.record():
         l = loss(single(nd.array(x)), nd.array(y))
     l.backward()

@@ -89,7 +89,7 @@ def test_overwrite_replaces(tmp_path):
 def test_exact_bytes_of_a_small_dict_file(tmp_path):
     """The header, one V2 record and the names, computed by hand from the spec."""
     f = str(tmp_path / 'x')
-    nd.save(f, {'w': nd.array([[1, 2, 3], [4, 5, 6]], dtype='int32')})
+    nd.save(f, {'w': nd.array([[1, 2, 3], [4, 5, 6]], ctx=mx.cpu(0), dtype='int32')})
     want = (b'\x12\x01\0\0\0\0\0\0'            # u64 0x112: list magic
             + b'\0' * 8                               # u64 reserved
             + b'\x01' + b'\0' * 7                     # u64: one array

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from d2lmini import launch as L
+from conftest import child_pythonpath
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -115,7 +116,7 @@ def test_the_printed_prefix_and_a_shell_line_command(tmp_path, capfd):
     proc = subprocess.run(
         [sys.executable, '-m', 'd2lmini.launch', '-n', '2', '-s', '1', line],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        env=dict(os.environ, PYTHONPATH=child_pythonpath(ROOT)))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
     for name in _names(2, 1):
@@ -193,7 +194,7 @@ def _start_cli(tmp_path, *rules, options=()):
          '--kill-grace', '2', '--env', f'TEST_PIDDIR:{piddir}', *options,
          sys.executable, NODE, *rules],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        env=dict(os.environ, PYTHONPATH=child_pythonpath(ROOT)))
     deadline = time.monotonic() + 30
     while len(list(piddir.iterdir())) < 4 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -247,7 +248,7 @@ def test_a_closed_stdout_does_not_stall_the_job(tmp_path):
     proc = subprocess.run(
         ['bash', '-c', f'{launcher} | head -1; exit ${{PIPESTATUS[0]}}'],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        env=dict(os.environ, PYTHONPATH=child_pythonpath(ROOT)))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count('\n') == 1
 
@@ -464,7 +465,7 @@ FAST_HEARTBEAT = {'PS_HEARTBEAT_INTERVAL': '0.2', 'PS_HEARTBEAT_TIMEOUT': '5',
 
 def _dist_job(*args, timeout=120):
     return L.launch([sys.executable, DIST_WORKER, *args], 2, 1,
-                    env=dict(FAST_HEARTBEAT, PYTHONPATH=str(ROOT)),
+                    env=dict(FAST_HEARTBEAT, PYTHONPATH=child_pythonpath(ROOT)),
                     echo=False, capture=True, timeout=timeout,
                     server_grace=30, kill_grace=5)
 
@@ -559,7 +560,7 @@ def real_sshd(tmp_path, monkeypatch):
 def test_real_ssh_runs_a_dist_sync_job_and_stops_remote_processes(
         tmp_path, real_sshd, monkeypatch):
     monkeypatch.setenv('D2LMINI_PS_SECRET', 'a "secret" with $pace')
-    monkeypatch.setenv('PYTHONPATH', str(ROOT))
+    monkeypatch.setenv('PYTHONPATH', child_pythonpath(ROOT))
     # a real job over real ssh: signed messages, the closed-form value
     result = L.launch([sys.executable, DIST_WORKER], 2, 2, hostfile=real_sshd,
                       env=FAST_HEARTBEAT, echo=False, capture=True,
@@ -581,7 +582,7 @@ def test_real_ssh_runs_a_dist_sync_job_and_stops_remote_processes(
 @needs_mpi
 def test_mpi_runs_a_real_dist_sync_job():
     result = L.launch([sys.executable, DIST_WORKER], 2, 1, launcher='mpi',
-                      env=dict(FAST_HEARTBEAT, PYTHONPATH=str(ROOT)),
+                      env=dict(FAST_HEARTBEAT, PYTHONPATH=child_pythonpath(ROOT)),
                       echo=False, capture=True, timeout=120)
     out = ''.join(t for n, s, t in result.lines)
     assert (result.returncode, result.message) == (0, ''), out

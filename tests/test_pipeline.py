@@ -14,7 +14,9 @@ from d2lmini.gluon import nn
 from d2lmini.pipeline import (Pipeline, bubble, idle_fractions, micro_batches,
                               pipeline_step, predicted_bubble)
 
-D0, D1 = mx.cpu(0), mx.cpu(1)
+# two devices of the default context's kind: cpu(0), cpu(1) or gpu(0), gpu(1)
+_KIND = mx.current_context().device_type
+D0, D1 = mx.Context(_KIND, 0), mx.Context(_KIND, 1)
 LOSS = gluon.loss.SoftmaxCrossEntropyLoss()
 
 
@@ -37,7 +39,7 @@ def data(n, seed=1):
 
 
 def plain_step(stages, X, y):
-    """The reference: every stage on cpu(0), the whole batch at once."""
+    """The reference: every stage on D0, the whole batch at once."""
     with mx.autograd.record():
         h = X
         for s in stages:
@@ -70,7 +72,7 @@ def test_pipeline_step_equals_plain_step(m, n):
     stages = make_stages()
     X, y = data(n)
     out0, loss0, grads0 = plain_step(stages, X, y)
-    net = Pipeline(stages, [D0, D1], num_micro=m)     # moves stage 1 to cpu(1)
+    net = Pipeline(stages, [D0, D1], num_micro=m)     # moves stage 1 to D1
     assert stages[1][0].weight.list_ctx() == [D1]
     assert stages[0][0].weight.list_ctx() == [D0]
     out = net(X)
@@ -152,7 +154,7 @@ def test_bad_arguments_are_clear_errors():
 def test_idle_fractions_of_a_known_timeline():
     tr = Trace()
     tr.t0 = 0.0
-    # cpu(0): [0, 1] and [2, 3]; cpu(1): [1, 2]; the step lasts 3 s
+    # D0: [0, 1] and [2, 3]; D1: [1, 2]; the step lasts 3 s
     tr.events = [(D0, 'a', 0.0, 1.0, 1), (D1, 'b', 1.0, 2.0, 1),
                  (D0, 'c', 2.0, 2.5, 2), (D0, 'd', 2.5, 3.0, 3)]
     idle = idle_fractions(tr)

@@ -31,7 +31,7 @@ def lenet():
 
 def _run(sym, **inputs):
     """Outputs of ``sym`` bound to ``inputs`` (and fixed parameters)."""
-    ex = sym.simple_bind(mx.cpu(), grad_req='null',
+    ex = sym.simple_bind(mx.current_context(), grad_req='null',
                          **{k: v.shape for k, v in inputs.items()})
     rng = np.random.RandomState(1)
     for name, arr in ex.arg_dict.items():
@@ -96,11 +96,11 @@ def test_get_internals_gives_a_feature_extractor():
     feat = internals['relu1_output']
     assert feat.list_arguments() == ['data', 'fc1_weight', 'fc1_bias']
     x = np.random.RandomState(0).randn(4, 5).astype(np.float32)
-    ex = net.simple_bind(mx.cpu(), data=x.shape, grad_req='null')
+    ex = net.simple_bind(mx.current_context(), data=x.shape, grad_req='null')
     for n, a in ex.arg_dict.items():
         a[:] = nd.array(np.random.RandomState(2).randn(*a.shape))
     ex.forward(data=nd.array(x))
-    fex = feat.bind(mx.cpu(), {n: ex.arg_dict[n] for n in feat.list_arguments()})
+    fex = feat.bind(mx.current_context(), {n: ex.arg_dict[n] for n in feat.list_arguments()})
     w, b = ex.arg_dict['fc1_weight'].asnumpy(), ex.arg_dict['fc1_bias'].asnumpy()
     np.testing.assert_allclose(fex.forward()[0].asnumpy(),
                                np.maximum(ex.arg_dict['data'].asnumpy() @ w.T + b, 0),
@@ -210,7 +210,7 @@ def test_infer_shape_needs_several_passes():
     net = mx.sym.sum(mx.sym.abs(fc.get_internals()['fc_weight'])) + mx.sym.sum(fc)
     arg, out, _ = net.infer_shape(data=(5, 13))
     assert arg == [(2, 13), (5, 13)] and out == [(1,)]
-    assert net.simple_bind(mx.cpu(), data=(5, 13)).outputs[0].shape == (1,)
+    assert net.simple_bind(mx.current_context(), data=(5, 13)).outputs[0].shape == (1,)
 
 
 def test_infer_type():
@@ -222,7 +222,7 @@ def test_infer_type():
     assert fc.infer_type_partial()[0] == [None, np.float32, np.float32]
     arg, out, _ = mlp().infer_type(data='float64')
     assert set(arg) == {np.float64} and out == [np.float64]
-    ex = mlp().simple_bind(mx.cpu(), data=(2, 5), type_dict={'data': 'float64'})
+    ex = mlp().simple_bind(mx.current_context(), data=(2, 5), type_dict={'data': 'float64'})
     assert ex.arg_dict['fc1_weight'].dtype == np.float64
     assert ex.forward()[0].dtype == np.float64
 
@@ -287,8 +287,8 @@ def test_unknown_argument_names_are_named():
     with pytest.raises(ValueError, match=r"\['dat'\]"):
         net.infer_type(dat='float32')
     with pytest.raises(ValueError, match=r"\['dat'\]"):
-        net.simple_bind(mx.cpu(), dat=(2, 5))
-    ex = net.simple_bind(mx.cpu(), data=(2, 5))
+        net.simple_bind(mx.current_context(), dat=(2, 5))
+    ex = net.simple_bind(mx.current_context(), data=(2, 5))
     with pytest.raises(ValueError, match="'dat'.*fc1_weight"):
         ex.forward(dat=nd.ones((2, 5)))
     with pytest.raises(ValueError, match="'data' has shape"):
@@ -296,27 +296,27 @@ def test_unknown_argument_names_are_named():
     with pytest.raises(ValueError, match=r"unknown argument\(s\) \['nope'\]"):
         net(nope=mx.sym.var('z'))
     with pytest.raises(ValueError, match="grad_req for 'data'"):
-        net.simple_bind(mx.cpu(), grad_req='sometimes', data=(2, 5))
+        net.simple_bind(mx.current_context(), grad_req='sometimes', data=(2, 5))
     with pytest.raises(ValueError, match=r"grad_req: unknown argument\(s\) \['w'\]"):
-        net.simple_bind(mx.cpu(), grad_req={'w': 'write'}, data=(2, 5))
+        net.simple_bind(mx.current_context(), grad_req={'w': 'write'}, data=(2, 5))
 
 
 def test_missing_and_wrong_shapes_at_bind_name_node_and_argument():
     net = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc')
     with pytest.raises(MXNetError, match=r"\['data', 'fc_weight', 'fc_bias'\]"):
-        net.simple_bind(mx.cpu())
+        net.simple_bind(mx.current_context())
     ok = {'data': nd.ones((2, 4)), 'fc_weight': nd.ones((3, 4)), 'fc_bias': nd.ones(3)}
     with pytest.raises(ValueError, match=r"no array for \['fc_bias'\]"):
-        net.bind(mx.cpu(), {k: v for k, v in ok.items() if k != 'fc_bias'})
+        net.bind(mx.current_context(), {k: v for k, v in ok.items() if k != 'fc_bias'})
     with pytest.raises(ValueError, match=r"unknown name\(s\) \['zzz'\]"):
-        net.bind(mx.cpu(), dict(ok, zzz=nd.ones(1)))
+        net.bind(mx.current_context(), dict(ok, zzz=nd.ones(1)))
     with pytest.raises(ValueError, match='1 arrays given for 3 names'):
-        net.bind(mx.cpu(), [nd.ones((2, 4))])
+        net.bind(mx.current_context(), [nd.ones((2, 4))])
     with pytest.raises(MXNetError, match=r"node 'fc'.*weight=\(3, 5\)"):
-        net.bind(mx.cpu(), dict(ok, fc_weight=nd.ones((3, 5))))
+        net.bind(mx.current_context(), dict(ok, fc_weight=nd.ones((3, 5))))
     conv = mx.sym.Convolution(mx.sym.var('d'), kernel=(3, 3), num_filter=2, name='c')
     with pytest.raises(MXNetError, match=r"node 'c'.*data=\(1, 2, 2, 2\)"):
-        conv.simple_bind(mx.cpu(), d=(1, 2, 2, 2))
+        conv.simple_bind(mx.current_context(), d=(1, 2, 2, 2))
     add = mx.sym.elemwise_add(mx.sym.var('a'), mx.sym.var('b'), name='add')
     with pytest.raises(MXNetError, match=r"node 'add'.*\(2, 3\).*\(3, 2\)"):
         add.infer_shape(a=(2, 3), b=(3, 2))
@@ -340,7 +340,7 @@ def test_duplicate_variable_names_are_refused_where_they_matter():
     with pytest.raises(MXNetError, match=r"several different variables named \['a'\]"):
         s.infer_shape(a=(2,))
     with pytest.raises(MXNetError, match=r"named \['a'\]"):
-        s.simple_bind(mx.cpu(), a=(2,))
+        s.simple_bind(mx.current_context(), a=(2,))
     a = mx.sym.var('a')
     assert (a + a).eval(a=nd.ones(2))[0].asnumpy().tolist() == [2, 2]   # one variable
 

@@ -6,8 +6,10 @@ import d2lmini as mx
 from d2lmini import autograd, gluon, init, nd
 from d2lmini.gluon import nn
 
-CTX1 = [mx.cpu(0)]
-CTX2 = [mx.cpu(0), mx.cpu(1)]
+# two devices of the default context's kind: cpu(0)+cpu(1), or gpu(0)+gpu(1)
+_KIND = mx.current_context().device_type
+CTX1 = [mx.Context(_KIND, 0)]
+CTX2 = [mx.Context(_KIND, 0), mx.Context(_KIND, 1)]
 OPTS = [('sgd', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-3}),
         ('adam', {'learning_rate': 0.01})]
 

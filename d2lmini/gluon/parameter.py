@@ -27,7 +27,7 @@ import numpy as np
 from .. import autograd
 from .. import initializer
 from .. import ndarray as nd
-from ..context import Context, current_context
+from ..context import Context, cpu, current_context
 from ..engine import MXNetError
 
 __all__ = ['DeferredInitializationError', 'Parameter', 'Constant', 'ParameterDict',
@@ -319,13 +319,16 @@ class Parameter:
                       for d in self._data]
         autograd.mark_variables(self._data, self._grad, self.grad_req)
 
-    def _reduce(self):
-        """One array holding the average over the contexts (for saving)."""
+    def _reduce(self, ctx=cpu(0)):
+        """One array on ``ctx`` holding the average over the contexts.  For
+        saving it is on ``cpu(0)``, as MXNet's: a file records each array's
+        context, and MXNet writes host arrays whatever the parameter's
+        devices.  ``ctx=None``: on the first copy's context."""
         data = self.list_data()
-        c0 = data[0].context
+        c0 = data[0].context if ctx is None else ctx
         if len(data) == 1:
-            return data[0]
-        total = data[0].astype('float64')
+            return data[0].as_in_context(c0)
+        total = data[0].as_in_context(c0).astype('float64')
         for d in data[1:]:
             total = total + d.as_in_context(c0).astype('float64')
         return (total / len(data)).astype(self.dtype)
@@ -363,7 +366,7 @@ class Parameter:
         if self._trainer is not None and hasattr(self._trainer, '_reset_kvstore'):
             self._trainer._reset_kvstore()      # its per-device state is stale now
         if self._data:
-            data = self._reduce()
+            data = self._reduce(None)
             self._init_impl(data, ctx)
         elif self._deferred_init:
             init, _, default_init, data = self._deferred_init

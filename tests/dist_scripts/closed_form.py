@@ -3,7 +3,8 @@ pushes (rank + 1) from each of its devices, so the stored values are known
 exactly.
 
 usage: closed_form.py KVTYPE ROUNDS BIG   (prints one JSON line per worker)
-CLOSED_FORM_DEVICES=n: push from cpu(0)..cpu(n-1) (default 1).
+CLOSED_FORM_DEVICES=n: push from n devices of the default context's kind,
+cpu(0)..cpu(n-1) or gpu(0)..gpu(n-1) (default 1).
 """
 import json
 import os
@@ -15,7 +16,9 @@ import d2lmini as mx
 from d2lmini import nd
 
 kvtype, rounds, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-devices = [mx.cpu(i) for i in range(int(os.environ.get('CLOSED_FORM_DEVICES', 1)))]
+kind = mx.current_context().device_type
+devices = [mx.Context(kind, i)
+           for i in range(int(os.environ.get('CLOSED_FORM_DEVICES', 1)))]
 kv = mx.kv.create(kvtype)
 shapes = {3: (2, 3), 5: (big,), 9: (3, 2)}   # key 5: split over the servers when big
 dtypes = {3: 'float32', 5: 'float32', 9: 'float16'}

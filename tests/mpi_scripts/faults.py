@@ -57,8 +57,12 @@ try:
                 f.write(str(epoch + 1))
     print(f'rank {rank}: FINISHED', flush=True)
 except hvd.HorovodError as e:
-    with open(os.path.join(outdir, f'caught.{rank}'), 'w') as f:
+    # written whole, then renamed: the other rank's abort may kill this one
+    # at any moment, and a half-written caught.<rank> would read as empty
+    tmp = os.path.join(outdir, f'.tmp.{rank}')
+    with open(tmp, 'w') as f:
         f.write(f'rank {rank}: caught {type(e).__name__} '
                 f'MXNetError={isinstance(e, MXNetError)} '
                 f'RuntimeError={isinstance(e, RuntimeError)}: {e}\n')
+    os.replace(tmp, os.path.join(outdir, f'caught.{rank}'))
     raise                # uncaught: d2lmini.horovod aborts the whole job

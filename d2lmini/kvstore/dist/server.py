@@ -365,7 +365,7 @@ class Server:
         for name, kind in h['layout'].items():
             kt, key, _ = name.split(':', 2)
             key = int(key) if kt == 'int' else key
-            states[key] = _states._build(kind, (_nd.array(a, dtype=a.dtype) for a in it))
+            states[key] = _states._build(kind, (_nd.array(a, ctx=cpu(0), dtype=a.dtype) for a in it))
         self.updater.states = states
         counts = {(int(k) if h.get('key_type') != 'str' else k): v
                   for k, v in h['counts'].items()}

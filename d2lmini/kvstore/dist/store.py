@@ -197,7 +197,8 @@ class DistKVStore(KVStore):
             for name, kind in h['layout'].items():
                 kt, key, part = name.split(':', 2)
                 key = int(key) if kt == 'int' else key
-                st = _states._build(kind, (_nd.array(a, dtype=a.dtype) for a in it))
+                st = _states._build(kind, (_nd.array(a, ctx=cpu(0), dtype=a.dtype)
+                                           for a in it))
                 pieces.setdefault(key, {})[int(part)] = (kind, st)
             for k, v in h['counts'].items():
                 k = k if self._key_type is str else int(k)
@@ -209,7 +210,8 @@ class DistKVStore(KVStore):
             arrays = [list(opt._states(parts[p][1])) for p in sorted(parts)]
             shape = self._meta[key][0]
             whole = [_nd.array(np.concatenate([a[i].asnumpy().reshape(-1)
-                                               for a in arrays]).reshape(shape))
+                                               for a in arrays]).reshape(shape),
+                               ctx=cpu(0))
                      for i in range(len(arrays[0]))]
             states[key] = _states._build(kind, iter(whole))
         o = upd.optimizer
