@@ -146,7 +146,7 @@ def test_layers_num_parameters():
         return sum(p.data().size for layer in layers
                    for p in layer.collect_params().values())
     assert_wrong(check.layers.num_parameters(per_layer),
-                 "the chapter's net whose 2nd and 3rd layers share",
+                 'Sequential of 4 Dense, the 2nd and 3rd sharing',
                  'expected 330, got 402')
     # shapes read before the first forward pass are not known yet
     assert_wrong(check.layers.num_parameters(
@@ -233,10 +233,11 @@ def test_data_parallel_split_and_load():
     assert_wrong(check.data_parallel.split_and_load(chapters_split),
                  'data=NDArray(7, 4)', 'ctx_list=[cpu(0), cpu(1), cpu(2)]',
                  'slice 0: expected shape (3, 4), got shape (2, 4)')
-    # the slices stay where the batch is
+    # the slices stay where the batch is (on the default context)
     assert_wrong(check.data_parallel.split_and_load(
         lambda data, devices: [data[:3], data[3:]]),
-        'slice 1: expected an array on cpu(1), got one on cpu(0)')
+        'ctx_list=[cpu(0), cpu(1)]', ': expected an array on cpu(',
+        ', got one on ')
 
 
 # === chapter 9: the KVStore ==================================================
@@ -277,6 +278,78 @@ def test_model_parallelism_gpipe_schedule():
         lambda S, m: [[f'F{i}'] * S for i in range(m)]
         + [[f'B{i}'] * S for i in reversed(range(m))]),
         'num_stages=2, num_micro=1', 'expected 4 ticks, got 2')
+
+
+# === chapter 11: parameter servers ==========================================
+@exercise(check.parameter_server.server_value)
+def test_parameter_server_server_value():
+    assert_correct(check.parameter_server.server_value(
+        solutions('11_parameter_servers').server_value))
+
+    def always_async(w, lr, pushes, num_workers, sync):
+        return w - lr * sum(grad for _, grad in pushes)
+    assert_wrong(check.parameter_server.server_value(always_async),
+                 'pushes=[(0, 1.0), (1, 3.0), (0, 2.0)], num_workers=2, '
+                 'sync=True', 'expected 8.0, got 7.0')
+
+
+# === chapter 12: the distributed KVStore =====================================
+@exercise(check.dist_kvstore.staleness)
+def test_dist_kvstore_staleness():
+    assert_correct(check.dist_kvstore.staleness(
+        solutions('12_distributed_kvstore').staleness))
+
+    def others_only(events):          # forgets the worker's own pushes
+        pulled, version, stale = {}, 0, []
+        for what, worker in events:
+            if what == 'pull':
+                pulled[worker] = version
+            else:
+                stale.append(version - pulled[worker])
+                version += 1
+                pulled[worker] += 1
+        return stale
+    assert_wrong(check.dist_kvstore.staleness(others_only),
+                 "events=[('pull', 0), ('push', 0), ('push', 0)]",
+                 'expected [0, 1], got [0, 0]')
+
+
+# === chapter 13: Horovod =====================================================
+@exercise(check.horovod.reduce_scatter_schedule)
+def test_horovod_reduce_scatter_schedule():
+    assert_correct(check.horovod.reduce_scatter_schedule(
+        solutions('13_horovod').reduce_scatter_schedule))
+
+    def chapters_schedule(n):         # rank r ends with chunk (r + 1) % n
+        return [[(r, (r + 1) % n, (r - s) % n) for r in range(n)]
+                for s in range(n - 1)]
+    assert_wrong(check.horovod.reduce_scatter_schedule(chapters_schedule),
+                 'n=2', "rank 0's chunk 0 holds the contributions of ranks "
+                 '[0], expected those of all ranks [0, 1]')
+
+    def to_the_left(n):
+        return [[(r, (r - 1) % n, (r + s + 1) % n) for r in range(n)]
+                for s in range(n - 1)]
+    assert_wrong(check.horovod.reduce_scatter_schedule(to_the_left),
+                 'n=3', 'step 0: rank 0 sends to rank 2, but in a ring it '
+                 'sends only to its right neighbour, rank 1')
+
+
+# === chapter 14: symbolic programming ========================================
+@exercise(check.symbolic.mlp_arg_shapes)
+def test_symbolic_mlp_arg_shapes():
+    assert_correct(check.symbolic.mlp_arg_shapes(
+        solutions('14_symbolic').mlp_arg_shapes))
+
+    def no_flatten(data_shape, num_hiddens):   # uses the last axis only
+        shapes, in_units = {'data': data_shape}, data_shape[-1]
+        for i, h in enumerate(num_hiddens, 1):
+            shapes[f'fc{i}_weight'], shapes[f'fc{i}_bias'] = (h, in_units), (h,)
+            in_units = h
+        return shapes
+    assert_wrong(check.symbolic.mlp_arg_shapes(no_flatten),
+                 'data_shape=(4, 1, 28, 28), num_hiddens=[256, 10]',
+                 'fc1_weight: expected (256, 784), got (256, 28)')
 
 
 # === every check: the stub, and an exception in the learner's code ===========
