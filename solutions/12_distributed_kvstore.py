@@ -2,7 +2,8 @@
 
 
 def staleness(events):
-    """For each push to a dist_async server: updates since its worker's pull."""
+    """For each push to a dist_async server, the updates made since its
+    worker's last pull."""
     version = 0        # how many updates the server has made
     pulled = {}        # worker: the version it last pulled
     stale = []

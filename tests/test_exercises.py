@@ -9,7 +9,6 @@ reported, not raised.
 import importlib.util
 import pathlib
 
-import numpy as np
 import pytest
 
 from d2lmini import autograd, d2l, nd
@@ -33,7 +32,7 @@ def assert_correct(result):
 
 
 def assert_wrong(result, *parts):
-    """``result`` is a failure whose message contains every one of ``parts``."""
+    """``result`` is a failure whose message contains each of ``parts``."""
     assert not result and result.attempted
     assert result.message.startswith('✗ on input '), result.message
     for part in parts:
@@ -344,7 +343,8 @@ def test_symbolic_mlp_arg_shapes():
     def no_flatten(data_shape, num_hiddens):   # uses the last axis only
         shapes, in_units = {'data': data_shape}, data_shape[-1]
         for i, h in enumerate(num_hiddens, 1):
-            shapes[f'fc{i}_weight'], shapes[f'fc{i}_bias'] = (h, in_units), (h,)
+            shapes[f'fc{i}_weight'] = (h, in_units)
+            shapes[f'fc{i}_bias'] = (h,)
             in_units = h
         return shapes
     assert_wrong(check.symbolic.mlp_arg_shapes(no_flatten),

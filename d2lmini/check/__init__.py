@@ -77,7 +77,8 @@ class Case:
             return self.text
         if self.names is None:
             return ', '.join(show(a) for a in self.args)
-        return ', '.join(f'{n}={show(a)}' for n, a in zip(self.names, self.args))
+        return ', '.join(f'{n}={show(a)}'
+                         for n, a in zip(self.names, self.args))
 
 
 def run_cases(solution, cases, expect, compare, todo, prepare=None):
@@ -147,7 +148,8 @@ def compare_array(expected, got, ctx=None, rtol=1e-5, atol=1e-6, what=''):
     """
     what = f'{what}: ' if what else ''
     if not isinstance(got, nd.NDArray):
-        return f'{what}expected an NDArray, got {type(got).__name__} {show(got)}'
+        return (f'{what}expected an NDArray, got {type(got).__name__} '
+                f'{show(got)}')
     if got.shape != expected.shape:
         return f'{what}expected shape {expected.shape}, got shape {got.shape}'
     if np.dtype(got.dtype) != expected.dtype:

@@ -12,7 +12,8 @@ from .. import ndarray as nd
 from . import Case, compare_array, run_cases
 
 # no value ends in .5, where rounding conventions differ
-INPUTS = [[0.4], [-1.7, -0.2, 0.4, 1.2, 2.9], [[3.1, -2.6, 0.0], [0.7, -0.4, 9.8]]]
+INPUTS = [[0.4], [-1.7, -0.2, 0.4, 1.2, 2.9],
+          [[3.1, -2.6, 0.0], [0.7, -0.4, 9.8]]]
 
 
 def straight_through_round(solution):

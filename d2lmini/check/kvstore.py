@@ -23,7 +23,7 @@ def _expected(sizes, num_devices):
         kv.init(key, nd.zeros((n,), ctx=context.cpu(0)))
     values = [nd.zeros((1,), ctx=context.cpu(i)) for i in range(num_devices)]
     where = [kv.reduce_context(key, values) for key in range(len(sizes))]
-    return [values_ctx.device_id for values_ctx in where]
+    return [ctx.device_id for ctx in where]
 
 
 def reduce_devices(solution):

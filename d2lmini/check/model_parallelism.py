@@ -9,7 +9,7 @@ forward passes come first, micro-batch 0 first, then all backward passes,
 the last micro-batch first, every pass as early as it can.  The idle
 entries are the bubble.
 """
-from . import Case, compare_equal, run_cases
+from . import Case, run_cases
 
 CASES = [(1, 1), (1, 3), (2, 1), (2, 3), (3, 4), (4, 2)]
 
