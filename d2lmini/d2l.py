@@ -28,6 +28,8 @@ What is here:
   :func:`accuracy`, :func:`evaluate_accuracy`,
   :func:`evaluate_accuracy_gpu`, :func:`train_ch3`, :func:`train_ch5`,
   :func:`train`, :func:`train_ch6`;
+* exercises: ``d2l.check.<chapter>.<name>(solution)`` checks a coding
+  exercise (:mod:`d2lmini.check`);
 * networks: :func:`lenet_classic` (chapter 6), the multi-GPU chapter's
   :func:`get_lenet_params` / :func:`lenet` (from raw operators) and
   :func:`lenet_multigpu` (Gluon), :class:`Residual` and :func:`resnet18`.
@@ -42,7 +44,7 @@ import time
 
 import numpy as np
 
-from . import autograd, context
+from . import autograd, check, context
 from . import ndarray as nd
 
 __all__ = ['Timer', 'Accumulator', 'Animator', 'Benchmark', 'use_svg_display',
