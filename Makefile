@@ -62,14 +62,19 @@ $(STAMP): requirements.txt pyproject.toml
 	       "does d2lmini/__init__.py exist?"; exit 1; }
 	touch $@
 
-# Notebooks are checked with nbval in LAX mode (--nbval-lax): every cell must
-# run without error, but a cell's output is compared with the committed one
-# only when the cell is marked `# NBVAL_CHECK_OUTPUT` (a comment line in the
-# cell) or tagged `nbval-check-output`.  `# NBVAL_IGNORE_OUTPUT` is then
-# implied for all other cells; `# NBVAL_SKIP` skips a cell and
-# `# NBVAL_RAISES_EXCEPTION` expects an error.  --nbval-current-env runs the
-# notebooks on .venv's Python.  MPLBACKEND=Agg is set for tests/ only: the
-# notebooks keep the inline backend they have in JupyterLab.
+# Notebooks are checked with nbval in strict mode: every cell must run without
+# error and print what the committed notebook shows, after
+# tests/nbval_sanitize.cfg has rewritten what no run reproduces (memory
+# addresses, temporary paths, process ids; SVG images, as nbval itself skips
+# PNG).  A cell whose output is volatile -- timings, throughputs, thread
+# interleavings, anything that depends on the machine -- starts with the
+# comment line `# NBVAL_IGNORE_OUTPUT`: it must still run, but its output is
+# not compared.  `# NBVAL_SKIP` skips a cell, `# NBVAL_RAISES_EXCEPTION`
+# expects an error.  `# NBVAL_CHECK_OUTPUT`, from the days of --nbval-lax,
+# changes nothing for nbval now; it marks the cells tests/test_lab.py replays
+# through JupyterLab.  --nbval-current-env runs the notebooks on .venv's
+# Python.  MPLBACKEND=Agg is set for tests/ only: the notebooks keep the
+# inline backend they have in JupyterLab.
 # An empty tests/ is skipped (pytest would exit 5); a failing test is not.
 test: $(STAMP)
 	@if [ -n "$$(find tests -name 'test_*.py' -o -name '*_test.py' 2>/dev/null)" ]; then \
@@ -81,7 +86,7 @@ test: $(STAMP)
 	fi
 ifneq ($(NOTEBOOKS),)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -p no:cacheprovider -q \
-	  --nbval-lax --nbval-current-env \
+	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
 else
 	@echo "make test: no chapters/*.ipynb yet; skipping nbval"
@@ -90,16 +95,22 @@ endif
 # The GPU code paths without a GPU: the whole suite and every notebook with
 # gpu(0) as the default context (two GPUs, so the multi-device code runs on
 # gpu(0) and gpu(1)), backed by tests/cupy_standin.py, a CuPy stand-in that
-# computes on the host and is strict about the host/device boundary.
+# computes on the host and is strict about the host/device boundary.  nbval
+# takes one sanitizer file, so the notebooks here are compared through
+# $(STANDIN_SANITIZE): `make test`'s rules followed by
+# tests/standin_sanitize.cfg's (device names as dev(i)).
 STANDIN_ENV := D2LMINI_CUPY=cupy_standin D2LMINI_DEFAULT_CONTEXT='gpu(0)' \
   D2LMINI_STANDIN_GPUS=2 PYTHONPATH="$(abspath tests)$${PYTHONPATH:+:$$PYTHONPATH}"
+STANDIN_SANITIZE := _build/nbval_standin_sanitize.cfg
 STANDIN_TEST_ARGS ?=       # extra pytest arguments for its tests/ part, e.g. -n 2
 test-gpu-standin: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg $(STANDIN_ENV) \
 	  $(BIN)/pytest -p no:cacheprovider -q $(STANDIN_TEST_ARGS) $(PYTEST_ARGS) tests/
 ifneq ($(NOTEBOOKS),)
+	mkdir -p $(dir $(STANDIN_SANITIZE))
+	cat tests/nbval_sanitize.cfg tests/standin_sanitize.cfg > $(STANDIN_SANITIZE)
 	PATH="$(abspath $(BIN)):$$PATH" $(STANDIN_ENV) $(BIN)/pytest -p no:cacheprovider -q \
-	  --nbval-lax --nbval-current-env --nbval-sanitize-with tests/standin_sanitize.cfg \
+	  --nbval --nbval-current-env --nbval-sanitize-with $(STANDIN_SANITIZE) \
 	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
 endif
 
