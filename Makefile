@@ -45,7 +45,7 @@ help:
 	@echo "make book       static site in _build/html (open _build/html/index.html)"
 	@echo "make book-check load the built book in headless chromium and check it"
 	@echo "make lab        JupyterLab on chapters/ (NO_BROWSER=1, LAB_PORT=8888)"
-	@echo "make notebooks  re-execute chapters/*.ipynb in place and clean them"
+	@echo "make notebooks  re-execute chapters/*.ipynb in place, clean them, time them"
 	@echo "make bench      python benchmarks/run.py (installs torch 2.13.0 if it can)"
 	@echo "make clean      remove build outputs; make distclean also removes .venv"
 
@@ -62,14 +62,19 @@ $(STAMP): requirements.txt pyproject.toml
 	       "does d2lmini/__init__.py exist?"; exit 1; }
 	touch $@
 
-# Notebooks are checked with nbval in LAX mode (--nbval-lax): every cell must
-# run without error, but a cell's output is compared with the committed one
-# only when the cell is marked `# NBVAL_CHECK_OUTPUT` (a comment line in the
-# cell) or tagged `nbval-check-output`.  `# NBVAL_IGNORE_OUTPUT` is then
-# implied for all other cells; `# NBVAL_SKIP` skips a cell and
-# `# NBVAL_RAISES_EXCEPTION` expects an error.  --nbval-current-env runs the
-# notebooks on .venv's Python.  MPLBACKEND=Agg is set for tests/ only: the
-# notebooks keep the inline backend they have in JupyterLab.
+# Notebooks are checked with nbval in strict mode: every cell must run without
+# error and print what the committed notebook shows, after
+# tests/nbval_sanitize.cfg has rewritten what no run reproduces (memory
+# addresses, temporary paths, process ids; SVG images, as nbval itself skips
+# PNG).  A cell whose output is volatile -- timings, throughputs, thread
+# interleavings, anything that depends on the machine -- starts with the
+# comment line `# NBVAL_IGNORE_OUTPUT`: it must still run, but its output is
+# not compared.  `# NBVAL_SKIP` skips a cell, `# NBVAL_RAISES_EXCEPTION`
+# expects an error.  `# NBVAL_CHECK_OUTPUT`, from the days of --nbval-lax,
+# changes nothing for nbval now; it marks the cells tests/test_lab.py replays
+# through JupyterLab.  --nbval-current-env runs the notebooks on .venv's
+# Python.  MPLBACKEND=Agg is set for tests/ only: the notebooks keep the
+# inline backend they have in JupyterLab.
 # An empty tests/ is skipped (pytest would exit 5); a failing test is not.
 test: $(STAMP)
 	@if [ -n "$$(find tests -name 'test_*.py' -o -name '*_test.py' 2>/dev/null)" ]; then \
@@ -81,7 +86,7 @@ test: $(STAMP)
 	fi
 ifneq ($(NOTEBOOKS),)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -p no:cacheprovider -q \
-	  --nbval-lax --nbval-current-env \
+	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
 else
 	@echo "make test: no chapters/*.ipynb yet; skipping nbval"
@@ -90,16 +95,22 @@ endif
 # The GPU code paths without a GPU: the whole suite and every notebook with
 # gpu(0) as the default context (two GPUs, so the multi-device code runs on
 # gpu(0) and gpu(1)), backed by tests/cupy_standin.py, a CuPy stand-in that
-# computes on the host and is strict about the host/device boundary.
+# computes on the host and is strict about the host/device boundary.  nbval
+# takes one sanitizer file, so the notebooks here are compared through
+# $(STANDIN_SANITIZE): `make test`'s rules followed by
+# tests/standin_sanitize.cfg's (device names as dev(i)).
 STANDIN_ENV := D2LMINI_CUPY=cupy_standin D2LMINI_DEFAULT_CONTEXT='gpu(0)' \
   D2LMINI_STANDIN_GPUS=2 PYTHONPATH="$(abspath tests)$${PYTHONPATH:+:$$PYTHONPATH}"
+STANDIN_SANITIZE := _build/nbval_standin_sanitize.cfg
 STANDIN_TEST_ARGS ?=       # extra pytest arguments for its tests/ part, e.g. -n 2
 test-gpu-standin: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg $(STANDIN_ENV) \
 	  $(BIN)/pytest -p no:cacheprovider -q $(STANDIN_TEST_ARGS) $(PYTEST_ARGS) tests/
 ifneq ($(NOTEBOOKS),)
+	mkdir -p $(dir $(STANDIN_SANITIZE))
+	cat tests/nbval_sanitize.cfg tests/standin_sanitize.cfg > $(STANDIN_SANITIZE)
 	PATH="$(abspath $(BIN)):$$PATH" $(STANDIN_ENV) $(BIN)/pytest -p no:cacheprovider -q \
-	  --nbval-lax --nbval-current-env --nbval-sanitize-with tests/standin_sanitize.cfg \
+	  --nbval --nbval-current-env --nbval-sanitize-with $(STANDIN_SANITIZE) \
 	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
 endif
 
@@ -123,15 +134,16 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=chapters --port=$(strip $(LAB_PORT)) \
 	  $(ALLOW_ROOT) $(NO_BROWSER_FLAG) $(LAB_ARGS)
 
-# Re-executes every notebook in place (cells time out after NB_TIMEOUT s),
-# then strips timing metadata and widget state but keeps the outputs.
+# Re-executes the notebooks in place, one by one (cells time out after
+# NB_TIMEOUT s), strips timing metadata and widget state but keeps the
+# outputs, and prints a table of the seconds each notebook took against the
+# course's budgets; a notebook that fails is left as it was and the target
+# fails.  `make notebooks NOTEBOOKS=chapters/03_async.ipynb` re-runs only
+# some.  See tools/run_notebooks.py.
 notebooks: $(STAMP)
 ifneq ($(NOTEBOOKS),)
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter nbconvert --to notebook \
-	  --execute --inplace --ExecutePreprocessor.timeout=$(strip $(NB_TIMEOUT)) \
-	  --ExecutePreprocessor.kernel_name=python3 \
-	  --ExecutePreprocessor.record_timing=False $(NOTEBOOKS)
-	$(BIN)/python tools/clean_notebook.py $(NOTEBOOKS)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/run_notebooks.py \
+	  --timeout $(strip $(NB_TIMEOUT)) $(NOTEBOOKS)
 else
 	@echo "make notebooks: no chapters/*.ipynb yet"
 endif

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Strip volatile metadata from executed notebooks, keeping their outputs.
 
-``make notebooks`` runs this after re-executing ``chapters/*.ipynb`` so that a
-re-run of an unchanged notebook gives an unchanged file (no timestamps, no
-widget state, no per-machine Python version) while the outputs the book shows
-stay in place.
+``make notebooks`` (tools/run_notebooks.py) cleans each notebook it
+re-executes, so that a re-run of an unchanged notebook gives an unchanged
+file (no timestamps, no widget state, no per-machine Python version) while
+the outputs the book shows stay in place.
 
 Usage::
 
