@@ -95,23 +95,19 @@ endif
 # The GPU code paths without a GPU: the whole suite and every notebook with
 # gpu(0) as the default context (two GPUs, so the multi-device code runs on
 # gpu(0) and gpu(1)), backed by tests/cupy_standin.py, a CuPy stand-in that
-# computes on the host and is strict about the host/device boundary.  nbval
-# takes one sanitizer file, so the notebooks here are compared through
-# $(STANDIN_SANITIZE): `make test`'s rules followed by
-# tests/standin_sanitize.cfg's (device names as dev(i)).
+# computes on the host and is strict about the host/device boundary.  The
+# notebooks are executed, not compared: on a GPU they print other device
+# names and other random draws (each device has its own generator) than the
+# committed CPU outputs, so every cell must run and nothing more is checked.
 STANDIN_ENV := D2LMINI_CUPY=cupy_standin D2LMINI_DEFAULT_CONTEXT='gpu(0)' \
   D2LMINI_STANDIN_GPUS=2 PYTHONPATH="$(abspath tests)$${PYTHONPATH:+:$$PYTHONPATH}"
-STANDIN_SANITIZE := _build/nbval_standin_sanitize.cfg
 STANDIN_TEST_ARGS ?=       # extra pytest arguments for its tests/ part, e.g. -n 2
 test-gpu-standin: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg $(STANDIN_ENV) \
 	  $(BIN)/pytest -p no:cacheprovider -q $(STANDIN_TEST_ARGS) $(PYTEST_ARGS) tests/
 ifneq ($(NOTEBOOKS),)
-	mkdir -p $(dir $(STANDIN_SANITIZE))
-	cat tests/nbval_sanitize.cfg tests/standin_sanitize.cfg > $(STANDIN_SANITIZE)
-	PATH="$(abspath $(BIN)):$$PATH" $(STANDIN_ENV) $(BIN)/pytest -p no:cacheprovider -q \
-	  --nbval --nbval-current-env --nbval-sanitize-with $(STANDIN_SANITIZE) \
-	  --nbval-cell-timeout=$(strip $(NB_TIMEOUT)) $(PYTEST_ARGS) $(NOTEBOOKS)
+	PATH="$(abspath $(BIN)):$$PATH" $(STANDIN_ENV) $(BIN)/python tools/run_notebooks.py \
+	  --no-write --timeout $(strip $(NB_TIMEOUT)) $(NOTEBOOKS)
 endif
 
 # Renders the committed notebook outputs; executes nothing (see chapters/conf.py).

@@ -77,3 +77,16 @@ def test_good_notebooks_are_written_executed_and_a_failing_one_is_left_alone(
         'notebook', 'good.ipynb', 'bad.ipynb', 'later.ipynb', 'total']
     assert table[-1].endswith(' 1 failed')
     assert out.rstrip().endswith(f'FAILED: {bad}')
+
+
+def test_no_write_runs_every_notebook_and_changes_no_file(tmp_path, capsys):
+    good = _notebook(tmp_path / 'good.ipynb', '6 * 7')
+    bad = _notebook(tmp_path / 'bad.ipynb', "raise ValueError('boom')")
+    before = [good.read_bytes(), bad.read_bytes()]
+
+    assert main(['--no-write', str(good), '--timeout', '60']) == 0
+    assert main(['--no-write', str(good), str(bad), '--timeout', '60']) == 1
+
+    assert [good.read_bytes(), bad.read_bytes()] == before
+    out = re.sub(r'\x1b\[[0-9;]*m', '', capsys.readouterr().out)  # colours
+    assert '1 cells, ok' in out and 'ValueError: boom' in out

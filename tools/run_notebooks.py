@@ -14,6 +14,12 @@ Usage::
 
     python tools/run_notebooks.py chapters/*.ipynb
     python tools/run_notebooks.py --timeout 300 chapters/05_lenet.ipynb
+    python tools/run_notebooks.py --no-write chapters/*.ipynb   # only run them
+
+``--no-write`` executes and reports but writes nothing: ``make
+test-gpu-standin`` uses it to run every chapter on ``gpu(0)``, where device
+names and the numbers drawn by a device's random generator differ from the
+committed (CPU) outputs, so only that every cell runs is checked there.
 """
 
 from __future__ import annotations
@@ -47,9 +53,11 @@ class Result:
         return self.status == 'ok'
 
 
-def run_notebook(path: str, timeout: int, kernel_name: str = 'python3') -> Result:
+def run_notebook(path: str, timeout: int, kernel_name: str = 'python3',
+                 write: bool = True) -> Result:
     """Execute ``path`` in a kernel started in its folder; on success write it
-    back, executed and cleaned; on failure leave the file as it was."""
+    back, executed and cleaned (unless ``write`` is false); on failure leave
+    the file as it was."""
     nb = nbformat.read(path, as_version=4)
     cells = sum(cell.cell_type == 'code' for cell in nb.cells)
     client = NotebookClient(
@@ -63,7 +71,8 @@ def run_notebook(path: str, timeout: int, kernel_name: str = 'python3') -> Resul
                   'dead kernel' if isinstance(exc, DeadKernelError) else 'error')
         return Result(path, time.perf_counter() - start, cells, status, str(exc))
     seconds = time.perf_counter() - start
-    nbformat.write(clean(nb), path)
+    if write:
+        nbformat.write(clean(nb), path)
     return Result(path, seconds, cells, 'ok')
 
 
@@ -111,11 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--timeout', type=int, default=120,
                         help='seconds a cell may run (default: 120)')
     parser.add_argument('--kernel', default='python3', help='kernel name')
+    parser.add_argument('--no-write', dest='write', action='store_false',
+                        help='execute and report, but leave every file as it is')
     args = parser.parse_args(argv)
 
     results = []
     for index, path in enumerate(args.notebooks, 1):
-        result = run_notebook(path, args.timeout, args.kernel)
+        result = run_notebook(path, args.timeout, args.kernel, args.write)
         results.append(result)
         print(format_result(result, index, len(args.notebooks)), flush=True)
         if not result.ok:
