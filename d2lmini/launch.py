@@ -20,7 +20,9 @@ Every process gets ``DMLC_ROLE``, ``DMLC_PS_ROOT_URI``,
 the output prefix ``[worker 1]`` is the process whose ``kv.rank`` is 1),
 ``DMLC_JOB_CLUSTER`` (the launcher mode) and
 the ``--env NAME:VALUE`` pairs (``--env-server`` / ``--env-worker``: servers
-or workers only).  ``PYTHONUNBUFFERED=1`` is set (unless ``--env`` sets
+or workers only).  ``PYTHONPATH`` starts with the directory of this
+``d2lmini`` and keeps the launcher's entries, made absolute.
+``PYTHONUNBUFFERED=1`` is set (unless ``--env`` sets
 it), so that output arrives line by line.
 
 Launcher modes (``--launcher``; the default is ``ssh`` when a hostfile is
@@ -95,6 +97,7 @@ import secrets
 import shlex
 import shutil
 import signal
+import site
 import socket
 import subprocess
 import sys
@@ -338,10 +341,28 @@ def _local_argv(command):
     return list(command)
 
 
+def _child_pythonpath():
+    """``PYTHONPATH`` for a child: the directory this ``d2lmini`` was
+    imported from first (unless it is an installed package's site
+    directory), then this process's entries made absolute, so that a child
+    started in another directory imports what the launcher imports (with
+    ``python -m d2lmini.launch`` from a checkout, or a ``D2LMINI_CUPY``
+    module found on ``PYTHONPATH``)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sites = set(site.getsitepackages()) | {site.getusersitepackages()}
+    inherited = os.environ.get('PYTHONPATH', '').split(os.pathsep)
+    parts = ([] if root in sites else [root]) + \
+        [os.path.abspath(p) for p in inherited if p]
+    return os.pathsep.join(dict.fromkeys(parts))
+
+
 def _child_env(extra):
     env = {k: v for k, v in os.environ.items()
            if k not in _OWNED and k != 'DMLC_NODE_HOST'}
-    env.update(extra)
+    pythonpath = _child_pythonpath()
+    if pythonpath:
+        env['PYTHONPATH'] = pythonpath
+    env.update(extra)                      # --env PYTHONPATH:... wins
     return env
 
 

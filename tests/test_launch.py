@@ -126,6 +126,32 @@ def test_the_printed_prefix_and_a_shell_line_command(tmp_path, capfd):
     assert sum(line.startswith('[worker 1] env {') for line in out) == 1
 
 
+def test_children_import_this_d2lmini_and_the_launchers_pythonpath(tmp_path):
+    """``python -m d2lmini.launch`` from a checkout finds d2lmini in its
+    working directory: a child that starts elsewhere gets that directory
+    first on ``PYTHONPATH``, then the launcher's own entries made absolute
+    (in the GPU run, where ``D2LMINI_CUPY``'s stand-in lives)."""
+    mods = tmp_path / 'mods'
+    mods.mkdir()
+    (mods / 'marker_mod.py').write_text('WHERE = __file__\n')
+    probe = ('import d2lmini, marker_mod; '
+             'print(d2lmini.__file__, marker_mod.WHERE)')
+    line = f'cd / && {shlex.quote(sys.executable)} -c {shlex.quote(probe)}'
+    inherited = [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)
+                 if p and os.path.abspath(p) != str(ROOT)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.relpath(mods, ROOT)] + [os.path.abspath(p) for p in inherited]))
+    proc = subprocess.run(
+        [sys.executable, '-m', 'd2lmini.launch', '-n', '2', '-s', '0', line],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    for name in ('worker 0', 'worker 1'):
+        d2l_file, marker = next(l for l in proc.stdout.splitlines()
+                                if l.startswith(f'[{name}] ')).split()[2:]
+        assert d2l_file == str(ROOT / 'd2lmini' / '__init__.py')
+        assert marker == str(mods / 'marker_mod.py')
+
+
 def test_one_failed_worker_stops_everyone(tmp_path):
     result, piddir = _run(tmp_path, 'worker:1=late:exit:3', '*=sleep:60',
                           n=2, s=2)
