@@ -36,12 +36,13 @@ endif
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 NO_BROWSER_FLAG := $(if $(filter 1 yes true,$(NO_BROWSER)),--no-browser)
 
-.PHONY: help install test test-gpu-standin book book-check lab notebooks bench clean distclean
+.PHONY: help install test test-gpu test-gpu-standin book book-check lab notebooks bench clean distclean
 
 help:
 	@echo "make install    create .venv with everything (tests, notebooks, book)"
 	@echo "make test       pytest tests/, then nbval over chapters/*.ipynb"
-	@echo "make test-gpu-standin  the same with gpu(0) on the strict CuPy stand-in"
+	@echo "make test-gpu-standin  tests and notebooks on gpu(0), the strict CuPy stand-in"
+	@echo "make test-gpu   the same on a real GPU (CuPy installed)"
 	@echo "make book       static site in _build/html (open _build/html/index.html)"
 	@echo "make book-check load the built book in headless chromium and check it"
 	@echo "make lab        JupyterLab on chapters/ (NO_BROWSER=1, LAB_PORT=8888)"
@@ -99,16 +100,21 @@ endif
 # notebooks are executed, not compared: on a GPU they print other device
 # names and other random draws (each device has its own generator) than the
 # committed CPU outputs, so every cell must run and nothing more is checked.
-STANDIN_ENV := D2LMINI_CUPY=cupy_standin D2LMINI_DEFAULT_CONTEXT='gpu(0)' \
-  D2LMINI_STANDIN_GPUS=2 PYTHONPATH="$(abspath tests)$${PYTHONPATH:+:$$PYTHONPATH}"
+# `make test-gpu` is the same on a machine with real GPUs (CuPy installed).
+GPU_ENV := D2LMINI_DEFAULT_CONTEXT='gpu(0)'
+STANDIN_ENV := $(GPU_ENV) D2LMINI_CUPY=cupy_standin D2LMINI_STANDIN_GPUS=2 \
+  PYTHONPATH="$(abspath tests)$${PYTHONPATH:+:$$PYTHONPATH}"
 STANDIN_TEST_ARGS ?=       # extra pytest arguments for its tests/ part, e.g. -n 2
-test-gpu-standin: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg $(STANDIN_ENV) \
+define run_on_gpu          # $(1): the environment that makes gpu(0) the default
+	PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg $(1) \
 	  $(BIN)/pytest -p no:cacheprovider -q $(STANDIN_TEST_ARGS) $(PYTEST_ARGS) tests/
-ifneq ($(NOTEBOOKS),)
-	PATH="$(abspath $(BIN)):$$PATH" $(STANDIN_ENV) $(BIN)/python tools/run_notebooks.py \
-	  --no-write --timeout $(strip $(NB_TIMEOUT)) $(NOTEBOOKS)
-endif
+	$(if $(NOTEBOOKS),PATH="$(abspath $(BIN)):$$PATH" $(1) $(BIN)/python \
+	  tools/run_notebooks.py --no-write --timeout $(strip $(NB_TIMEOUT)) $(NOTEBOOKS))
+endef
+test-gpu-standin: $(STAMP)
+	$(call run_on_gpu,$(STANDIN_ENV))
+test-gpu: $(STAMP)
+	$(call run_on_gpu,$(GPU_ENV))
 
 # Renders the committed notebook outputs; executes nothing (see chapters/conf.py).
 book: $(STAMP)
