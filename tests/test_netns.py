@@ -231,8 +231,12 @@ def test_exception_in_block_stops_processes_and_removes_everything():
         hosts[0].popen(['true'])
 
 
+# The driver takes Ctrl-C as a program started from a terminal does, even
+# when the tests run as a background job of a script (whose children
+# inherit SIGINT ignored).
 DRIVER = textwrap.dedent('''
-    import sys, time
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, sys.argv[1])
     import netns
     with netns.Hosts(2, prefix=sys.argv[2]) as hosts:
