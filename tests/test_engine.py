@@ -21,13 +21,12 @@ import d2lmini as mx
 from d2lmini import engine, nd
 from d2lmini.ndarray.registry import OPS, Op
 
-from conftest import HAS_GPU
+from conftest import HAS_GPU, child_pythonpath
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A child process imports this checkout first, and whatever else the run has on
 # its path (tests/, where the GPU runs find the CuPy stand-in).
-PYTHONPATH = os.pathsep.join([ROOT] + ([os.environ['PYTHONPATH']]
-                                       if os.environ.get('PYTHONPATH') else []))
+PYTHONPATH = child_pythonpath(ROOT)
 CPU_PAIRS = [(mx.cpu(0), mx.cpu(1))]
 DEVICE_PAIRS = CPU_PAIRS + [
     pytest.param(mx.gpu(0), mx.cpu(1), marks=pytest.mark.skipif(

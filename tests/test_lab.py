@@ -38,6 +38,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import child_pythonpath
+
 if importlib.util.find_spec('jupyterlab') is None:    # (importing it takes seconds)
     pytest.skip('JupyterLab is not installed (make install, or pip install -e .[dev])',
                 allow_module_level=True)
@@ -79,11 +81,9 @@ class Lab:
 
     def __init__(self, tmp_path):
         self.token = secrets.token_hex(24)
-        inherited = os.environ.get('PYTHONPATH', '').split(os.pathsep)
-        pythonpath = [str(REPO)] + [os.path.abspath(p) for p in inherited if p]
         self.env = dict(
             os.environ,
-            PYTHONPATH=os.pathsep.join(dict.fromkeys(pythonpath)),
+            PYTHONPATH=child_pythonpath(REPO),
             JUPYTER_TOKEN=self.token,          # kept out of the command line
             JUPYTER_RUNTIME_DIR=str(tmp_path / 'runtime'),   # connection files
             IPYTHONDIR=str(tmp_path / 'ipython'))             # the kernel's history
