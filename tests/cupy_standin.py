@@ -286,9 +286,7 @@ class ufunc:
 
 # Creation from host data: the only functions that accept NumPy arrays.
 def array(obj, dtype=None, copy=True, order='K', subok=False, ndmin=0):
-    if isinstance(obj, ndarray) and obj._dev != _current_device():
-        obj = obj._a                          # a device-to-device copy
-    elif isinstance(obj, ndarray):
+    if isinstance(obj, ndarray):              # from any device to this one
         obj = obj._a
     elif isinstance(obj, (list, tuple)) and _device_arrays(obj, []):
         obj = _unwrap(obj)
