@@ -860,21 +860,26 @@ def test_conv2d_relu_layer_runs_one_fused_op():
 
 
 @pytest.mark.parametrize('act', [False, True], ids=['conv', 'conv+relu'])
-def test_padded_gemm_rows_give_the_same_convolution(act):
-    """A compute-bound forward GEMM gets zero rows up to a multiple of 8
-    (10 filters of 8x3x3 taps: 16 rows); the extra rows never show."""
+@pytest.mark.parametrize('f, c, k, rows', [(10, 8, 3, 16),   # compute-bound: 16
+                                           (6, 1, 5, 8),     # ragged 6 of 8: 8
+                                           (4, 1, 5, 4),     # ragged 4: as is
+                                           (6, 1, 3, 6)])    # 9 taps: as is
+def test_padded_gemm_rows_give_the_same_convolution(act, f, c, k, rows):
+    """The forward GEMM gets zero rows up to a multiple of 8 where that is
+    faster (``_gemm_rows``); the extra rows never show."""
     rng = np.random.default_rng(5)
-    X = rng.standard_normal((3, 8, 7, 6)).astype(np.float32)
-    W = rng.standard_normal((10, 8, 3, 3)).astype(np.float32)
-    B = rng.standard_normal(10).astype(np.float32)
+    X = rng.standard_normal((3, c, 7, 6)).astype(np.float32)
+    W = rng.standard_normal((f, c, k, k)).astype(np.float32)
+    B = rng.standard_normal(f).astype(np.float32)
     from d2lmini.ndarray.nn.convolution import _gemm_rows
-    assert _gemm_rows(10, 72, 1, np) == 16
+    assert _gemm_rows(f, c * k * k, 1, np) == rows
     x, w, b = nd.array(X), nd.array(W), nd.array(B)
-    ref = conv_ref(X, W, B, pad=(1, 1))
+    p = k // 2
+    ref = conv_ref(X, W, B, pad=(p, p))
     if act:
-        y = nd._conv_act(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=10)
+        y = nd._conv_act(x, w, b, kernel=(k, k), pad=(p, p), num_filter=f)
         ref = np.maximum(ref, 0)
     else:
-        y = nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=10)
+        y = nd.Convolution(x, w, b, kernel=(k, k), pad=(p, p), num_filter=f)
     assert y.shape == ref.shape
     close(y.asnumpy(), ref)

@@ -67,13 +67,14 @@ def _unary(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
 
 
 def _sigmoid(a):
-    # exp(-|a|) never overflows; the two branches meet at 0.  Float arrays
-    # take the same formula as a threaded, in-cache kernel (cpu_kernels).
+    # MXNet's 1 / (1 + exp(-a)); exp(-a) = inf far below 0 gives 1 / inf = 0.
+    # Float arrays take the same passes as a threaded, in-cache kernel.
     if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.sigmoid, a)
     xp = backend.xp_of(a)
-    e = xp.exp(-xp.abs(a))
-    return xp.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+    with np.errstate(over='ignore'):
+        e = xp.exp(-a)
+    return (1 / (1 + e)).astype(a.dtype, copy=False)
 
 
 def _softrelu(a):
