@@ -13,6 +13,11 @@ for every row is >= 1.0):
   channels), SGD lr 0.1, at batch 16, 64, 256 and 1024: training step and
   inference at each.
 
+After each row comes the same step's operators' own compute alone
+(:func:`kernel_seconds`) against PyTorch's whole step.  It splits a gap in
+two: the kernels themselves (NumPy's ``exp``, BLAS on skinny matrices)
+against the framework around them (Python, autograd, the engine).
+
 A training step is forward, backward, SGD update and ``nd.waitall()``;
 inference is a forward pass and ``wait_to_read()``.  Our side is plain
 imperative Gluon as a new user writes it (no hybridize); PyTorch runs the
@@ -237,7 +242,33 @@ def _unit(torch):
             f'{engine._cores()} cores)')
 
 
-def run(specs=SPECS, timer=best_alternating, real=True):
+KERNEL_STEPS = 20
+
+
+def kernel_seconds(fn, steps=KERNEL_STEPS):
+    """Seconds per call of ``fn`` spent inside its operators' own NumPy and
+    BLAS work: the engine trace's spans summed, with the synchronous (naive)
+    engine so that no two operators overlap; the best of ``steps`` calls.
+    What a step would cost if Python, autograd and the engine cost nothing."""
+    with engine.engine_mode('naive'):
+        fn()
+        best = None
+        for _ in range(steps):
+            with engine.Trace() as tr:
+                fn()
+            busy = sum(end - start for _, _, start, end in tr.spans())
+            best = busy if best is None else min(best, busy)
+    return best
+
+
+KERNELS_ALONE = ": the ops' own compute alone"
+
+
+def run(specs=SPECS, timer=best_alternating, real=True, kernel_timer=kernel_seconds):
+    """Each row of ``row_names(specs)``, and after it the same step's
+    operators' own compute alone (:func:`kernel_seconds`) against PyTorch's
+    whole step: where that ratio is near or below 1, no saving in the
+    framework around the kernels can bring the row to 1."""
     torch = _torch()
     X, y = data(max(b for _, b in specs) * N_BATCHES, real=real)
     names = iter(row_names(specs))
@@ -246,16 +277,27 @@ def run(specs=SPECS, timer=best_alternating, real=True):
         our_step, our_infer, torch_step, torch_infer = closures(kind, batch, X, y)
         for ours_fn, ref_fn in ((our_step, torch_step), (our_infer, torch_infer)):
             ours_s, ref_s = timer([ours_fn, ref_fn])
-            ours = batch / ours_s
             ref = None if ref_s is None else batch / ref_s
-            rows.append({'bench': 'models', 'name': next(names),
-                         'ours': round(ours),
-                         'reference': None if ref is None else round(ref),
-                         'ratio': None if ref is None else round(ours / ref, 3),
-                         'unit': _unit(torch)})
-            print(f"   {rows[-1]['name']}: {rows[-1]['ours']} vs "
-                  f"{rows[-1]['reference']} images/s", flush=True)
+            name = next(names)
+            for what, secs, unit in (
+                    ('', ours_s, _unit(torch)),
+                    (KERNELS_ALONE, kernel_timer(ours_fn), _kernel_unit(torch))):
+                ours = batch / secs
+                rows.append({'bench': 'models', 'name': name + what,
+                             'ours': round(ours),
+                             'reference': None if ref is None else round(ref),
+                             'ratio': None if ref is None else round(ours / ref, 3),
+                             'unit': unit})
+                print(f"   {rows[-1]['name']}: {rows[-1]['ours']} vs "
+                      f"{rows[-1]['reference']} images/s", flush=True)
     return rows
+
+
+def _kernel_unit(torch):
+    ref = f'torch {torch.get_num_threads()} threads' if torch else 'no PyTorch'
+    return (f"images/s if Python, autograd and the engine cost nothing: the sum of "
+            f"the ops' own NumPy/BLAS time, synchronous engine, best of "
+            f"{KERNEL_STEPS} steps (ratio = that / PyTorch's whole step, {ref})")
 
 
 if __name__ == '__main__':

@@ -84,11 +84,21 @@ def test_row_names_are_the_twelve_rows_of_the_issue():
                        n.endswith(f'{what}, batch {batch}') for n in names) == 1
 
 
+def fake_kernel_timer(fn):
+    return 4.0
+
+
 def test_run_gives_every_row():
     pytest.importorskip('torch')
-    rows = bench_models.run(specs=TINY, timer=fake_timer, real=False)
-    assert [r['name'] for r in rows] == bench_models.row_names(TINY)
-    for r, (kind, batch) in zip(rows, [s for s in TINY for _ in range(2)]):
+    rows = bench_models.run(specs=TINY, timer=fake_timer, real=False,
+                            kernel_timer=fake_kernel_timer)
+    assert [r['name'] for r in rows[::2]] == bench_models.row_names(TINY)
+    assert [r['name'] for r in rows[1::2]] == [
+        n + bench_models.KERNELS_ALONE for n in bench_models.row_names(TINY)]
+    for r, (kind, batch) in zip(rows[1::2], [s for s in TINY for _ in range(2)]):
+        assert r['ours'] == round(batch / 4) and r['ratio'] == 0.5
+        assert "the ops' own NumPy/BLAS time" in r['unit']
+    for r, (kind, batch) in zip(rows[::2], [s for s in TINY for _ in range(2)]):
         assert r['bench'] == 'models'
         assert r['ours'] == batch and r['reference'] == round(batch / 2)
         assert r['ratio'] == 2.0            # ours / reference, unrounded
@@ -98,7 +108,25 @@ def test_run_gives_every_row():
 
 def test_run_without_torch_still_gives_every_row(monkeypatch):
     monkeypatch.setitem(sys.modules, 'torch', None)     # import torch fails
-    rows = bench_models.run(specs=TINY, timer=fake_timer, real=False)
-    assert [r['name'] for r in rows] == bench_models.row_names(TINY)
+    rows = bench_models.run(specs=TINY, timer=fake_timer, real=False,
+                            kernel_timer=fake_kernel_timer)
+    assert [r['name'] for r in rows[::2]] == bench_models.row_names(TINY)
     assert all(r['reference'] is None and r['ratio'] is None for r in rows)
     assert all('no PyTorch' in r['unit'] for r in rows)
+
+
+def test_kernel_seconds_counts_the_ops_not_the_python_around_them():
+    """A step that sleeps 50 ms between two tiny ops: its kernel time is the
+    ops' microseconds, not the sleep; the engine is as it was afterwards."""
+    import time
+    from d2lmini import engine
+    x = nd.ones((64, 64))
+
+    def step():
+        y = nd.dot(x, x)
+        time.sleep(0.05)
+        (y + 1).wait_to_read()
+    kind = engine.engine_type()
+    k = bench_models.kernel_seconds(step, steps=2)
+    assert engine.engine_type() == kind
+    assert 0 < k < 0.025
