@@ -17,7 +17,6 @@ run, in alternating blocks, best block of several):
 import logging
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -27,26 +26,18 @@ import d2lmini as mx                                    # noqa: E402
 from d2lmini import autograd, gluon, nd, init, d2l      # noqa: E402
 from d2lmini.gluon import nn                            # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _timing                                          # noqa: E402
+
 BATCH = 256
 CALLS = 1000
 FIT_BATCHES = 8                # batches in one timed Module.fit / Gluon epoch
 
 
 def best_alternating(fns, rounds=5, number=1, pause=0.2):
-    """Best seconds per call of each of ``fns``, measured in alternating
-    blocks of ``number`` calls: on a shared CPU other jobs slow whichever
-    block they overlap, and the best block of each is the least disturbed."""
-    for fn in fns:
-        fn()                                            # warm up (traces, plans)
-    best = [float('inf')] * len(fns)
-    for _ in range(rounds):
-        for k, fn in enumerate(fns):
-            time.sleep(pause)        # let the previous block's threads go idle
-            t = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[k] = min(best[k], (time.perf_counter() - t) / number)
-    return best
+    """Best seconds per call of each of ``fns``, in alternating blocks of
+    ``number`` calls (``_timing``)."""
+    return _timing.best_alternating(fns, rounds=rounds, number=number, pause=pause)
 
 
 # --- d2l's hybridize benchmark -----------------------------------------------------

@@ -14,28 +14,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 import d2lmini as mx                                    # noqa: E402
 from d2lmini import autograd, gluon, nd, d2l, init      # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _timing                                          # noqa: E402
+
 BATCH = 256
-
-
-def _best_alternating(fns, rounds=6, number=10):
-    """Best seconds per call of each of ``fns`` (None: skipped), measured in
-    alternating blocks so that every one sees the same machine: other jobs
-    on a shared CPU slow whichever block they overlap, and the best block
-    of each is the one that ran undisturbed."""
-    for fn in fns:
-        if fn is not None:
-            fn()                                        # warm up
-    best = [float('inf')] * len(fns)
-    for _ in range(rounds):
-        for k, fn in enumerate(fns):
-            if fn is None:
-                continue
-            time.sleep(0.3)          # let the other side's worker threads go idle
-            t = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[k] = min(best[k], (time.perf_counter() - t) / number)
-    return [None if b == float('inf') else b for b in best]
 
 
 def ours(X_np, y_np):
@@ -112,8 +94,10 @@ def run():
         tstep, tinfer = torch_ref(X, y)
     except ImportError:
         tstep = tinfer = None
-    step, tstep = _best_alternating([step, tstep])
-    inf, tinf = _best_alternating([infer, tinfer])
+    step, tstep = _timing.best_alternating([step, tstep], rounds=6, number=10,
+                                           pause=0.3)
+    inf, tinf = _timing.best_alternating([infer, tinfer], rounds=6, number=10,
+                                           pause=0.3)
     rows = []
 
     def row(name, ours_s, ref_s):

@@ -42,6 +42,7 @@ from d2lmini.gluon import nn                            # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_hybrid import data   # noqa: E402  (real Fashion-MNIST images, or random)
+import _timing                   # noqa: E402
 
 # (model, batch size) of each pair of rows, in table order.
 SPECS = [('classic', 256), ('mlp', 256),
@@ -67,39 +68,9 @@ def _torch():
 
 
 def best_alternating(fns, rounds=ROUNDS, pause=PAUSE, block_s=BLOCK_S):
-    """Best seconds per call of each of ``fns`` (None: skipped, gives None).
-
-    The functions run in alternating blocks (first, second, first, ...), so
-    that every one sees the same machine: other jobs on a shared CPU slow
-    whichever block they overlap, and the best block of each is the least
-    disturbed.  Each function's block holds as many calls as fill about
-    ``block_s`` seconds, judged from a warm-up: small batches take
-    microseconds, and a block of a few calls would time mostly noise.
-    """
-    number = [None if fn is None else _calls_per_block(fn, block_s) for fn in fns]
-    best = [None] * len(fns)
-    for _ in range(rounds):
-        for k, fn in enumerate(fns):
-            if fn is None:
-                continue
-            time.sleep(pause)        # let the other side's worker threads go idle
-            t = time.perf_counter()
-            for _ in range(number[k]):
-                fn()
-            per_call = (time.perf_counter() - t) / number[k]
-            best[k] = per_call if best[k] is None else min(best[k], per_call)
-    return best
-
-
-def _calls_per_block(fn, block_s):
-    fn()                             # deferred initialization, first-call caches
-    n, t = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        spent = time.perf_counter() - t
-        if spent >= block_s / 4:
-            return max(1, round(block_s * n / spent))
+    """Best seconds per call of each of ``fns`` (None: skipped, gives None),
+    in alternating blocks of about ``block_s`` seconds (``_timing``)."""
+    return _timing.best_alternating(fns, rounds=rounds, pause=pause, block_s=block_s)
 
 
 # --- the models -----------------------------------------------------------------
