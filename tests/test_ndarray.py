@@ -3,6 +3,8 @@
 Every value is checked against NumPy (and PyTorch where it is installed).
 Tests take the ``ctx`` fixture, so they re-run on ``gpu(0)`` when one exists.
 """
+import warnings
+
 import numpy as np
 import pytest
 
@@ -612,9 +614,16 @@ def test_unary(ctx, name, f, lo, hi):
 
 
 def test_sigmoid_is_stable(ctx):
-    r = nd.sigmoid(nd.array([-1000.0, 0.0, 1000.0])).asnumpy()
+    """MXNet's 1 / (1 + exp(-x)): exp(1000) overflows to inf and gives 0,
+    the right limit, without a warning, small array or large (threaded)."""
+    big = np.tile(np.array([-1000.0, 0.0, 1000.0], np.float32), 100_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        r = nd.sigmoid(nd.array([-1000.0, 0.0, 1000.0])).asnumpy()
+        rb = nd.sigmoid(nd.array(big)).asnumpy()
     np.testing.assert_allclose(r, [0, 0.5, 1])
     assert np.isfinite(r).all()
+    np.testing.assert_array_equal(rb, np.tile(r, 100_000))
 
 
 def _softmax(a, axis):
