@@ -42,7 +42,7 @@ from d2lmini.gluon import nn                            # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_hybrid import data   # noqa: E402  (real Fashion-MNIST images, or random)
-import _timing                   # noqa: E402
+from _timing import best_alternating   # noqa: E402  (blocks of ~0.25 s, 5 rounds)
 
 # (model, batch size) of each pair of rows, in table order.
 SPECS = [('classic', 256), ('mlp', 256),
@@ -52,9 +52,6 @@ LABEL = {'classic': 'classic LeNet (ch. 5: sigmoid, 6/16 channels)',
          'mlp': 'MLP 784-256-10',
          'lenet': 'LeNet (multi-GPU ch.: relu, 20/50 channels)'}
 N_BATCHES = 8          # distinct batches each side cycles through
-ROUNDS = 5
-BLOCK_S = 0.25         # aimed-for length of one timed block
-PAUSE = 0.2
 
 
 def _torch():
@@ -65,12 +62,6 @@ def _torch():
         return None
     torch.set_num_threads(engine._cores())
     return torch
-
-
-def best_alternating(fns, rounds=ROUNDS, pause=PAUSE, block_s=BLOCK_S):
-    """Best seconds per call of each of ``fns`` (None: skipped, gives None),
-    in alternating blocks of about ``block_s`` seconds (``_timing``)."""
-    return _timing.best_alternating(fns, rounds=rounds, pause=pause, block_s=block_s)
 
 
 # --- the models -----------------------------------------------------------------
@@ -255,9 +246,9 @@ def run(specs=SPECS, timer=best_alternating, real=True, kernel_timer=kernel_shar
             ref = None if ref_s is None else batch / ref_s
             name = next(names)
             share = kernel_timer(ours_fn)
-            for what, ours, unit in ((('', batch / ours_s, _unit(torch)),
-                                      (KERNELS_ALONE, batch / ours_s / share,
-                                       _kernel_unit(share)))):
+            for what, ours, unit in (('', batch / ours_s, _unit(torch)),
+                                     (KERNELS_ALONE, batch / ours_s / share,
+                                      _kernel_unit(share))):
                 rows.append({'bench': 'models', 'name': name + what,
                              'ours': round(ours),
                              'reference': None if ref is None else round(ref),
