@@ -36,11 +36,12 @@ endif
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 NO_BROWSER_FLAG := $(if $(filter 1 yes true,$(NO_BROWSER)),--no-browser)
 
-.PHONY: help install test test-gpu test-gpu-standin book book-check lab notebooks bench clean distclean
+.PHONY: help install test test-units test-notebooks test-gpu test-gpu-standin book book-check lab notebooks bench clean distclean
 
 help:
 	@echo "make install    create .venv with everything (tests, notebooks, book)"
 	@echo "make test       pytest tests/, then nbval over chapters/*.ipynb"
+	@echo "make test-units / make test-notebooks   either part alone"
 	@echo "make test-gpu-standin  tests and notebooks on gpu(0), the strict CuPy stand-in"
 	@echo "make test-gpu   the same on a real GPU (CuPy installed)"
 	@echo "make book       static site in _build/html (open _build/html/index.html)"
@@ -67,17 +68,19 @@ $(STAMP): requirements.txt pyproject.toml
 # error and print what the committed notebook shows, after
 # tests/nbval_sanitize.cfg has rewritten what no run reproduces (memory
 # addresses, temporary paths, process ids; SVG images, as nbval itself skips
-# PNG).  A cell whose output is volatile -- timings, throughputs, thread
-# interleavings, anything that depends on the machine -- starts with the
-# comment line `# NBVAL_IGNORE_OUTPUT`: it must still run, but its output is
-# not compared.  `# NBVAL_SKIP` skips a cell, `# NBVAL_RAISES_EXCEPTION`
-# expects an error.  `# NBVAL_CHECK_OUTPUT`, from the days of --nbval-lax,
-# changes nothing for nbval now; it marks the cells tests/test_lab.py replays
-# through JupyterLab.  --nbval-current-env runs the notebooks on .venv's
-# Python.  MPLBACKEND=Agg is set for tests/ only: the notebooks keep the
-# inline backend they have in JupyterLab.
+# PNG).  How a cell is checked is said by nbval's cell tags, in the cell's
+# metadata, never in the code a learner reads: `nbval-ignore-output` (the
+# cell must run; its output -- timings, training curves, anything that
+# depends on the machine or its BLAS kernels -- is not compared),
+# `nbval-skip`, `nbval-raises-exception`.  --nbval-current-env runs the
+# notebooks on .venv's Python.  MPLBACKEND=Agg is set for tests/ only: the
+# notebooks keep the inline backend they have in JupyterLab.
+# `make test-notebooks` runs the notebook part alone (OPENBLAS_CORETYPE=...
+# in the environment picks other BLAS kernels, as .ci/run does).
 # An empty tests/ is skipped (pytest would exit 5); a failing test is not.
-test: $(STAMP)
+test: test-units test-notebooks
+
+test-units: $(STAMP)
 	@if [ -n "$$(find tests -name 'test_*.py' -o -name '*_test.py' 2>/dev/null)" ]; then \
 	  echo "MPLBACKEND=Agg $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/"; \
 	  PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg \
@@ -85,6 +88,8 @@ test: $(STAMP)
 	else \
 	  echo "make test: no test files under tests/ yet; skipping pytest tests/"; \
 	fi
+
+test-notebooks: $(STAMP)
 ifneq ($(NOTEBOOKS),)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -p no:cacheprovider -q \
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \

@@ -6,7 +6,10 @@ A notebook counts as executed when each of its code cells (empty ones aside,
 which no kernel runs) has an execution count, the counts are 1, 2, ..., n in
 order -- it ran top to bottom in one kernel, as ``make notebooks`` runs it --
 and it has outputs.  Whether each cell's outputs are the ones its code prints
-is for ``make test``'s strict nbval run to say."""
+is for ``make test``'s strict nbval run to say.
+
+How nbval checks a cell is said by nbval's cell tags, in the metadata, so
+that the code a learner reads carries no test markers."""
 
 import copy
 from pathlib import Path
@@ -74,3 +77,38 @@ def test_cells_run_out_of_order_or_twice_are_rejected(chapter):
     assert 'not one top-to-bottom run' in execution_problems(chapter)[0]
     cells[0].execution_count, cells[1].execution_count = 1, 7
     assert 'not one top-to-bottom run' in execution_problems(chapter)[0]
+
+
+# nbval's own cell tags; a misspelt one would be silently ignored by nbval.
+NBVAL_TAGS = {'nbval-ignore-output', 'nbval-skip', 'nbval-raises-exception'}
+
+
+def marker_problems(nb):
+    """Test markers where a learner reads code, and unknown nbval tags."""
+    problems = []
+    for number, cell in enumerate(code_cells(nb), 1):
+        for line in cell.source.splitlines():
+            if line.strip().lstrip('#').strip().startswith('NBVAL_'):
+                problems.append(f'code cell {number} has the comment {line.strip()!r}; '
+                                f'put it in the cell\'s tags instead')
+        unknown = {t for t in cell.metadata.get('tags', [])
+                   if t.startswith('nbval') and t not in NBVAL_TAGS}
+        if unknown:
+            problems.append(f'code cell {number}: unknown nbval tags {sorted(unknown)}')
+    return problems
+
+
+@pytest.mark.parametrize('path', CHAPTERS, ids=lambda p: p.name)
+def test_no_test_markers_in_the_code_learners_read(path):
+    problems = marker_problems(nbformat.read(path, as_version=4))
+    assert not problems, f'{path.name}: ' + '; '.join(problems)
+
+
+def test_a_marker_comment_or_a_misspelt_tag_is_found(chapter):
+    cells = code_cells(chapter)
+    cells[0].source = '# NBVAL_IGNORE_OUTPUT\n' + cells[0].source
+    cells[1].metadata['tags'] = ['nbval-ignore-ouput']
+    assert marker_problems(chapter) == [
+        "code cell 1 has the comment '# NBVAL_IGNORE_OUTPUT'; put it in the "
+        "cell's tags instead",
+        "code cell 2: unknown nbval tags ['nbval-ignore-ouput']"]
