@@ -5,9 +5,10 @@ The server is started with the very command ``make lab`` runs (read from
 The test then does over JupyterLab's REST and WebSocket APIs what its page
 does when a chapter is opened and run: it fetches the notebook, opens a
 session (a kernel for the notebook), sends each code cell to the kernel as
-an ``execute_request`` and collects the outputs.  No cell may fail, and the
-cells marked ``# NBVAL_CHECK_OUTPUT`` must print what the notebook has
-committed, as ``make test``'s nbval checks them.  Then the session and the
+an ``execute_request`` and collects the outputs.  No cell may fail, and
+every cell that ``make test``'s strict nbval compares (all but those tagged
+``nbval-ignore-output``, ``nbval-skip`` or ``nbval-raises-exception``) must
+print what the notebook has committed.  Then the session and the
 server are shut down through the API, and no process they started may be
 left.
 
@@ -241,11 +242,9 @@ class Kernel:
 # --- notebooks -----------------------------------------------------------------
 
 def markers(cell):
-    """nbval's markers of a cell: ``# NBVAL_...`` comment lines, ``nbval-...`` tags."""
-    comments = {line.strip().lstrip('#').strip()
-                for line in cell['source'].splitlines() if line.strip().startswith('#')}
+    """nbval's tags of a cell, as ``NBVAL_...`` names."""
     tags = {t.upper().replace('-', '_') for t in cell['metadata'].get('tags', [])}
-    return {m for m in comments | tags if m.startswith('NBVAL_')}
+    return {m for m in tags if m.startswith('NBVAL_')}
 
 
 def _read_sanitizers():
@@ -299,8 +298,8 @@ def test_lab_opens_and_runs_a_chapter(lab):
     assert model['type'] == 'notebook'
     notebook = model['content']
     cells = [c for c in notebook['cells'] if c['cell_type'] == 'code']
-    checked = [c for c in cells if 'NBVAL_CHECK_OUTPUT' in markers(c)]
-    assert cells and checked, f'{CHAPTER} has no code cells marked to check'
+    checked = [c for c in cells if not markers(c) & {'NBVAL_IGNORE_OUTPUT', 'NBVAL_SKIP'}]
+    assert cells and checked, f'{CHAPTER} has no code cells whose output is checked'
 
     session = lab.api('POST', '/api/sessions', {
         'path': CHAPTER, 'name': CHAPTER, 'type': 'notebook',
@@ -328,7 +327,7 @@ def test_lab_opens_and_runs_a_chapter(lab):
                 assert failed, where + 'raised no exception'
                 continue
             assert not failed, where + traceback_of(outputs)
-            if 'NBVAL_CHECK_OUTPUT' in marks:
+            if 'NBVAL_IGNORE_OUTPUT' not in marks:
                 assert as_text(outputs) == as_text(cell['outputs']), where
     finally:
         kernel.close()
