@@ -62,6 +62,39 @@ def test_benchmark_prints_its_time(capsys):
     assert re.fullmatch(r'mlp: \d+\.\d{4} sec\n', out), out
 
 
+def test_benchmark_quiet_keeps_its_time(capsys):
+    with d2l.Benchmark(quiet=True) as t:
+        time.sleep(0.01)
+    assert capsys.readouterr().out == ''
+    assert t.time >= 0.009
+
+
+def test_table_aligns_numbers_right_and_text_left():
+    t = d2l.table(['devices', 'images/s', 'speed-up'],
+                  [('cpu(0)', '4,543', 1), ('cpu(0)+cpu(1)', '5,889', '1.30x')])
+    assert t.align == 'lrr'
+    assert repr(t).splitlines() == ['devices        images/s  speed-up',
+                                    'cpu(0)            4,543         1',
+                                    'cpu(0)+cpu(1)     5,889     1.30x']
+    html = t._repr_html_()
+    assert html.count('<tr>') == 3 and html.count('text-align: right') == 6
+    assert '<th>devices</th>' in html and '<td>cpu(0)</td>' in html
+
+
+def test_table_a_mixed_column_stays_left_and_align_overrides():
+    t = d2l.table(['', 'time'], [('1 process', '7.3'), ('worker 0', '<b>')])
+    assert t.align == 'll'
+    assert '&lt;b&gt;' in t._repr_html_()             # cells are escaped
+    assert d2l.table(['a', 'b'], [('1', 'x')], align='lr').align == 'lr'
+
+
+def test_table_says_what_is_wrong():
+    with pytest.raises(ValueError, match='a row has 1 cells, the header 2'):
+        d2l.table(['a', 'b'], [('1',)])
+    with pytest.raises(ValueError, match="align='lx'"):
+        d2l.table(['a', 'b'], [('1', '2')], align='lx')
+
+
 def test_animator_in_a_script(capsys):
     animator = d2l.Animator(xlabel='epoch', xlim=[1, 3],
                             legend=['train loss', 'train acc', 'test acc'])

@@ -7,14 +7,21 @@ stub is "not attempted yet" and an exception in the learner's code is
 reported, not raised.
 """
 import importlib.util
+import os
 import pathlib
+import subprocess
+import sys
+import textwrap
 
 import pytest
+
+from conftest import child_pythonpath
 
 from d2lmini import autograd, d2l, nd
 
 check = d2l.check
-SOLUTIONS = pathlib.Path(__file__).resolve().parent.parent / 'solutions'
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / 'solutions'
 
 
 def solutions(chapter):
@@ -60,7 +67,35 @@ def exercise(check_fn):
 
 def test_result_shows_its_message():
     result = check.Result(True, '✓ correct on 3 inputs')
-    assert bool(result) and repr(result) == str(result) == result.message
+    assert bool(result) and str(result) == result.message
+    assert repr(result) == 'Result(ok=True, attempted=True)'
+
+
+def test_a_check_prints_its_verdict_in_a_script_too():
+    """Run as a script would run it: the verdict is on stdout."""
+    code = textwrap.dedent("""
+        from d2lmini import d2l
+        def sum_to(x, shape):
+            raise NotImplementedError
+        result = d2l.check.ndarray.sum_to(sum_to)
+        assert not result and not result.attempted
+    """)
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                         text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=child_pythonpath(ROOT)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ('not attempted yet: sum_to(x, shape) returns x summed '
+                          'over the axes that broadcasting shape to x.shape '
+                          'adds or stretches, with shape `shape`\n')
+
+
+def test_a_notebook_shows_the_verdict_once(capsys):
+    """Printed by the check; IPython's display of the returned Result, as
+    for a cell that ends with the call, adds nothing."""
+    formatters = pytest.importorskip('IPython.core.formatters')
+    result = check.ndarray.sum_to(stub)
+    assert capsys.readouterr().out == result.message + '\n'
+    assert formatters.DisplayFormatter().format(result) == ({}, {})
 
 
 def test_show_is_compact():

@@ -7,6 +7,9 @@ write, and a check to call on it::
     >>> d2l.check.ndarray.sum_to(sum_to)
     ✓ correct on 7 inputs
 
+The verdict is printed, in a notebook and in a script alike, and returned
+as a :class:`Result`, true when the solution is correct.
+
 A check runs the solution on several inputs, edge cases included, and
 compares each answer with an oracle: NumPy, a small simulation, or the
 package's own version of what the exercise re-builds.  It stops at the
@@ -44,8 +47,10 @@ def __getattr__(name):           # d2l.check.autograd: loaded on first use
 class Result:
     """What a check found: true when the solution is correct.
 
-    Shown as its message: ``✓ correct on N inputs``, ``✗ on input ...``
-    or ``not attempted yet: ...``.
+    ``str()`` is its message: ``✓ correct on N inputs``, ``✗ on input ...``
+    or ``not attempted yet: ...``.  The check has printed that message
+    already, so a notebook shows nothing more for a cell that ends with
+    the check's call.
     """
 
     def __init__(self, ok, message, attempted=True):
@@ -57,10 +62,11 @@ class Result:
     def __str__(self):
         return self.message
 
-    __repr__ = __str__
+    def __repr__(self):
+        return f'Result(ok={self.ok}, attempted={self.attempted})'
 
-    def _repr_pretty_(self, p, cycle):       # IPython's display
-        p.text(self.message)
+    def _ipython_display_(self):             # printed already: show no more
+        pass
 
 
 class Case:
@@ -82,13 +88,20 @@ class Case:
 
 
 def run_cases(solution, cases, expect, compare, todo, prepare=None):
-    """Run ``solution`` on each case and compare with ``expect(*args)``.
+    """Run ``solution`` on each case and compare with ``expect(*args)``;
+    print the verdict and return it as a :class:`Result`.
 
     ``compare(expected, got, args)`` returns None when ``got`` is right,
     else a sentence saying what is wrong.  ``prepare(args)`` makes fresh
     arguments for each call (a solution may change its inputs); ``todo``
     says what to write, for a solution not attempted yet.
     """
+    result = _verdict(solution, cases, expect, compare, todo, prepare)
+    print(result.message)
+    return result
+
+
+def _verdict(solution, cases, expect, compare, todo, prepare):
     for case in cases:
         args = prepare(case.args) if prepare else case.args
         try:

@@ -40,4 +40,5 @@ def sum_to(solution):
 
     return run_cases(solution, cases, _expected, compare,
                      todo='sum_to(x, shape) returns x summed over the axes '
-                          'that broadcasting x to shape would add or stretch')
+                          'that broadcasting shape to x.shape adds or '
+                          'stretches, with shape `shape`')
