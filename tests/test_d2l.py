@@ -1,6 +1,7 @@
 """The book's helpers (d2lmini.d2l), run headless (MPLBACKEND=Agg)."""
 import contextlib
 import re
+import sys
 import time
 
 import matplotlib
@@ -493,3 +494,57 @@ def test_show_images_classic_scale_argument():
     axes = d2l.show_images(imgs, 2, 2, 0.5)         # classic: scale fourth
     assert len(axes) == 4
     assert tuple(axes[0].figure.get_size_inches()) == (1.0, 1.0)
+
+
+def test_images_per_sec_times_each_step_in_turns():
+    calls = []
+
+    def slow():
+        calls.append('slow')
+        time.sleep(0.004)
+
+    def fast():
+        calls.append('fast')
+    slow_ips, fast_ips = d2l.images_per_sec([slow, fast], 100, num_rounds=2,
+                                            num_repeats=3)
+    # a warm-up call each, then the two take turns, round after round
+    assert calls == ['slow', 'fast'] + (['slow'] * 3 + ['fast'] * 3) * 2
+    assert slow_ips <= 100 / 0.004 and fast_ips > slow_ips
+
+
+@pytest.mark.parametrize('builder', [d2l.lenet_multigpu, d2l.lenet_classic])
+def test_torch_twin_computes_what_the_gluon_net_computes(builder):
+    torch = pytest.importorskip('torch')
+    net = builder()
+    net.initialize(mx.init.Xavier())
+    X = nd.random.uniform(shape=(4, 1, 28, 28))
+    twin = d2l.torch_twin(net, X)                 # checks the outputs itself
+    kinds = [type(m).__name__ for m in twin]
+    assert kinds.count('Conv2d') == 2 and kinds.count('Flatten') == 1
+    assert kinds.count('Linear') == sum(type(b).__name__ == 'Dense' for b in net)
+    y = nd.array([0, 1, 2, 3])
+    train_step, predict = d2l.torch_steps(twin, X, y, lr=0.1)
+    before = twin[0].weight.detach().clone()
+    predict()
+    assert torch.equal(twin[0].weight, before)    # inference changes nothing
+    train_step()
+    assert not torch.equal(twin[0].weight, before)
+
+
+def test_torch_twin_refuses_a_layer_it_does_not_know():
+    pytest.importorskip('torch')
+    from d2lmini.gluon import nn
+    net = nn.Sequential()
+    net.add(nn.Dense(4), nn.BatchNorm())
+    net.initialize()
+    X = nd.ones((2, 3))
+    net(X)
+    with pytest.raises(ValueError, match='no PyTorch twin for a BatchNorm'):
+        d2l.torch_twin(net, X)
+
+
+def test_torch_twin_is_none_without_pytorch(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'torch', None)   # import torch fails
+    net = d2l.lenet_multigpu()
+    net.initialize()
+    assert d2l.torch_twin(net, nd.ones((1, 1, 28, 28))) is None
