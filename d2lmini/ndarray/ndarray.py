@@ -20,7 +20,7 @@ from .. import backend, engine
 from ..base import as_mxnet_error
 from ..context import Context, current_context
 from .registry import OPS, broadcast_shapes
-from . import fluent, layout
+from . import layout
 
 __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
            'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall', 'from_numpy']
@@ -1023,5 +1023,3 @@ def waitall():
     """Block until all pushed work has finished on every device."""
     engine.waitall()
 
-
-fluent.install(NDArray)
