@@ -516,6 +516,13 @@ def clip(data, a_min, a_max, out=None, name=None):
 
 
 def cast(data, dtype, out=None, name=None):
+    """``data``'s values as ``dtype`` (also ``nd.Cast``; see ``NDArray.astype``).
+
+    >>> nd.cast(nd.array([1.5, 2.5]), dtype='int32')
+    <BLANKLINE>
+    [1 2]
+    <NDArray 2 @cpu(0)>
+    """
     return into(out, data.astype(dtype), 'cast')
 
 
@@ -523,6 +530,7 @@ Cast = cast
 
 
 def zeros_like_(data):
+    """The same as :func:`zeros_like`."""
     return zeros_like(data)
 
 
