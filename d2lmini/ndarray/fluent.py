@@ -45,10 +45,8 @@ def _method(cls, name):
         return _nd_function(name)(self, *args, **kwargs)
     method.__name__, method.__qualname__ = name, f'{cls.__name__}.{name}'
     fn = getattr(sys.modules[_PACKAGE], name, None)
-    if fn is None:
-        method.__doc__ = (f'MXNet\'s ``x.{name}()``; d2lmini has no ``nd.{name}`` '
-                          f'yet, so it raises NotImplementedError.')
-        return method
+    if fn is None:          # a placeholder that raises: no docstring, so the
+        return method       # API reference leaves it out
     # What the reference shows: nd.<name>'s arguments, ``self`` for the first,
     # and its summary.  The call itself still passes everything on.
     params = list(inspect.signature(fn).parameters.values())
