@@ -196,25 +196,23 @@ _unary('erf',       _erf,            lambda g, x, y:
 _unary('erfinv',    _erfinv,         lambda g, x, y:
        g * float(np.sqrt(np.pi) / 2) * exp(y * y),                          -0.9, 0.9,
        doc='The inverse of ``erf``, elementwise (NaN outside [-1, 1]).')
-# Rounding has a zero gradient almost everywhere: MXNet records none.
-_unary('floor',     np.floor,        None, differentiable=False,
-       doc='The largest integer not above each element.')
-_unary('trunc',     np.trunc,        None, differentiable=False,
-       doc='Each element with its fractional part dropped (rounded towards 0).')
-_unary('rint',      np.rint,         None, differentiable=False,
-       doc='The nearest integer to each element; halves go to the even one.')
-_unary('fix',       np.fix,          None, differentiable=False,
-       doc='Each element rounded towards 0 (as ``trunc``).')
-_unary('logical_not', lambda a: (a == 0).astype(a.dtype), None, differentiable=False,
-       doc='1 where an element is 0, else 0, in the input\'s dtype.')
-_unary('ceil',      np.ceil,         None, differentiable=False,
-       doc='The smallest integer not below each element.')
-_unary('round',     np.round,        None, differentiable=False,
-       doc='The nearest integer to each element; halves go to the even one.')
-_unary('zeros_like_op', np.zeros_like, None, differentiable=False,
-       doc='Zeros of the input\'s shape and dtype.')
-_unary('ones_like_op', np.ones_like, None, differentiable=False,   # keeps the layout
-       doc='Ones of the input\'s shape and dtype.')
+# No gradient: rounding's is zero almost everywhere, and MXNet records none.
+for _name, _f, _doc in [
+        ('floor', np.floor, 'The largest integer not above each element.'),
+        ('trunc', np.trunc,
+         'Each element with its fractional part dropped (rounded towards 0).'),
+        ('rint', np.rint, 'The nearest integer to each element; halves go to the '
+                          'even one.'),
+        ('fix', np.fix, 'Each element rounded towards 0 (as ``trunc``).'),
+        ('logical_not', lambda a: (a == 0).astype(a.dtype),
+         "1 where an element is 0, else 0, in the input's dtype."),
+        ('ceil', np.ceil, 'The smallest integer not below each element.'),
+        ('round', np.round, 'The nearest integer to each element; halves go to the '
+                            'even one.'),
+        ('zeros_like_op', np.zeros_like, "Zeros of the input's shape and dtype."),
+        ('ones_like_op', np.ones_like,                    # keeps the layout
+         "Ones of the input's shape and dtype.")]:
+    _unary(_name, _f, None, differentiable=False, doc=_doc)
 
 
 @register
@@ -349,20 +347,14 @@ _binary_op('minimum',       np.minimum,       lambda g, a, b, y: (g * (a <= b), 
            doc='The smaller of ``lhs`` and ``rhs``')
 _binary_op('mod',           np.mod,           None, differentiable=False,
            doc='The remainder ``lhs % rhs``, with the sign of ``rhs``')
-_binary_op('equal',         _cmp(np.equal),   None, differentiable=False,
-           doc='1 where ``lhs == rhs``, else 0')
-_binary_op('not_equal',     _cmp(np.not_equal), None, differentiable=False,
-           doc='1 where ``lhs != rhs``, else 0')
-_binary_op('greater',       _cmp(np.greater), None, differentiable=False,
-           doc='1 where ``lhs > rhs``, else 0')
-_binary_op('greater_equal', _cmp(np.greater_equal), None, differentiable=False,
-           doc='1 where ``lhs >= rhs``, else 0')
-_binary_op('lesser',        _cmp(np.less),    None, differentiable=False,
-           doc='1 where ``lhs < rhs``, else 0')
-_binary_op('lesser_equal',  _cmp(np.less_equal), None, differentiable=False,
-           doc='1 where ``lhs <= rhs``, else 0')
 _binary_op('hypot',         np.hypot,         lambda g, a, b, y: (g * a / y, g * b / y),
            0.5, 2.0, doc='``sqrt(lhs ** 2 + rhs ** 2)``, without overflow')
+for _name, _f, _sym in [('equal', np.equal, '=='), ('not_equal', np.not_equal, '!='),
+                        ('greater', np.greater, '>'),
+                        ('greater_equal', np.greater_equal, '>='),
+                        ('lesser', np.less, '<'), ('lesser_equal', np.less_equal, '<=')]:
+    _binary_op(_name, _cmp(_f), None, differentiable=False,
+               doc=f'1 where ``lhs {_sym} rhs``, else 0')
 
 
 # === array-with-scalar (the scalar is an attribute, so it never needs a gradient) ======
