@@ -39,6 +39,7 @@ def public_objects():
     """``(label, object)`` for each public function, class, method and
     property, each object once (under the first name found for it)."""
     seen, todo = set(), [importlib.import_module(m) for m in MODULES]
+    visited = set(todo)
     while todo:
         module = todo.pop(0)
         for name in _public(module):
@@ -46,7 +47,8 @@ def public_objects():
             label = f'{module.__name__}.{name}'
             if isinstance(obj, types.ModuleType):
                 if getattr(module, '__all__', None) is not None and \
-                        obj.__name__.startswith('d2lmini') and obj not in todo:
+                        obj.__name__.startswith('d2lmini') and obj not in visited:
+                    visited.add(obj)
                     todo.append(obj)
             elif (inspect.isfunction(obj) or inspect.isclass(obj)) and _ours(obj) \
                     and id(obj) not in seen:
