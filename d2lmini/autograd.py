@@ -106,23 +106,36 @@ def train_mode():
 
 
 def predict_mode():
+    """Prediction behaviour (dropout off, running statistics), recording
+    or not as before: ``with autograd.predict_mode(): ...``."""
     return _Scope(None, False)
 
 
 def is_recording():
+    """Whether operators are being recorded (inside :func:`record`).
+
+    >>> with autograd.record():
+    ...     print(autograd.is_recording())
+    True
+    """
     return _STATE[0]
 
 
 def is_training():
+    """Whether layers behave as in training (dropout on, batch statistics)."""
     return _STATE[1]
 
 
 def set_recording(is_recording):
+    """Turn recording on or off; returns the previous state (prefer
+    :func:`record` and :func:`pause`, which restore it)."""
     old, _STATE[0] = _STATE[0], bool(is_recording)
     return old
 
 
 def set_training(train_mode):
+    """Turn training behaviour on or off; returns the previous state
+    (prefer :func:`train_mode` and :func:`predict_mode`)."""
     old, _STATE[1] = _STATE[1], bool(train_mode)
     return old
 
@@ -299,12 +312,15 @@ class Function:
     """
 
     def save_for_backward(self, *args):
+        """Keep ``args`` for :meth:`backward`, as ``self.saved_tensors``."""
         self.saved_tensors = args
 
     def forward(self, *inputs):            # pragma: no cover - abstract
+        """Override: the outputs from the inputs (NDArrays), not recorded."""
         raise NotImplementedError
 
     def backward(self, *output_grads):     # pragma: no cover - abstract
+        """Override: the inputs' gradients from the outputs' gradients."""
         raise NotImplementedError
 
     def __call__(self, *inputs):

@@ -133,9 +133,11 @@ class Accumulator:
         self.data = [0.0] * n
 
     def add(self, *args):
+        """Add ``args[i]`` to the ``i``-th sum."""
         self.data = [a + float(b) for a, b in zip(self.data, args)]
 
     def reset(self):
+        """Set every sum back to 0."""
         self.data = [0.0] * len(self.data)
 
     def __getitem__(self, idx):
@@ -560,6 +562,11 @@ def sgd(params, lr, batch_size):
 
 
 def size(a):
+    """The number of elements of ``a``.
+
+    >>> size(nd.zeros((2, 3)))
+    6
+    """
     return a.size
 
 
@@ -1051,6 +1058,8 @@ def _residual_class():
             self.bn2 = nn.BatchNorm()
 
         def forward(self, X):
+            """``relu(bn2(conv2(relu(bn1(conv1(X))))) + X)``, ``X`` through
+            ``conv3`` first when there is one."""
             Y = nd.relu(self.bn1(self.conv1(X)))
             Y = self.bn2(self.conv2(Y))
             if self.conv3:

@@ -127,6 +127,8 @@ class Parameter:
     # --- attributes -------------------------------------------------------------------
     @property
     def grad_req(self):
+        """``'write'``, ``'add'`` or ``'null'``; setting it reallocates (or
+        drops) the gradients."""
         return self._grad_req
 
     @grad_req.setter
@@ -147,6 +149,7 @@ class Parameter:
 
     @property
     def dtype(self):
+        """The data's dtype; setting it casts the data (see :meth:`cast`)."""
         return self._dtype
 
     @dtype.setter
@@ -155,6 +158,8 @@ class Parameter:
 
     @property
     def shape(self):
+        """The shape, 0 for sizes not known until the first forward; setting
+        it fills in those zeros."""
         return self._shape
 
     @shape.setter
@@ -171,6 +176,7 @@ class Parameter:
 
     @property
     def stype(self):
+        """The storage type, ``'default'`` (dense)."""
         return self._stype
 
     # --- data access ------------------------------------------------------------------
@@ -219,6 +225,7 @@ class Parameter:
         return self._check_and_get(self._grad, ctx)
 
     def list_grad(self):
+        """The gradient on each context, a list in :meth:`list_ctx`'s order."""
         if self._data is not None and self._grad is None:
             raise RuntimeError(f"Parameter {self.name!r} has no gradient because "
                                f"grad_req='null'")
@@ -423,6 +430,7 @@ class Constant(Parameter):
 
     @property
     def grad_req(self):
+        """Always ``'null'``: setting another value warns and is ignored."""
         return 'null'
 
     @grad_req.setter
@@ -468,16 +476,20 @@ class ParameterDict:
         return key in self._params
 
     def items(self):
+        """The ``(name, Parameter)`` pairs, in creation order."""
         return self._params.items()
 
     def keys(self):
+        """The full parameter names, in creation order."""
         return self._params.keys()
 
     def values(self):
+        """The Parameters, in creation order."""
         return self._params.values()
 
     @property
     def prefix(self):
+        """The prefix that :meth:`get` puts before each new name."""
         return self._prefix
 
     def _get_impl(self, name):
@@ -564,14 +576,17 @@ class ParameterDict:
             v.initialize(None, ctx, init, force_reinit=force_reinit)
 
     def zero_grad(self):
+        """Set the gradients of every parameter to 0."""
         for v in self.values():
             v.zero_grad()
 
     def reset_ctx(self, ctx):
+        """Move every parameter's data to ``ctx`` (a Context or a list)."""
         for v in self.values():
             v.reset_ctx(ctx)
 
     def list_ctx(self):
+        """Every context that some parameter lives on, each once."""
         out = []
         for v in self.values():
             out.extend(c for c in v.list_ctx() if c not in out)

@@ -240,10 +240,12 @@ class Trainer:
     # -- hyperparameters ---------------------------------------------------------------
     @property
     def optimizer(self):
+        """The :class:`~d2lmini.optimizer.Optimizer` that updates the parameters."""
         return self._optimizer
 
     @property
     def learning_rate(self):
+        """The current learning rate (the scheduler's, if there is one)."""
         return self._optimizer.learning_rate
 
     def set_learning_rate(self, lr):

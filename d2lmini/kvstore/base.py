@@ -53,21 +53,27 @@ class KVStoreBase:
         raise NotImplementedError()
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Write the optimizer's state (momenta, ...) to the file ``fname``;
+        ``dump_optimizer=True``: the optimizer itself too."""
         raise NotImplementedError()
 
     def load_optimizer_states(self, fname):
+        """Read back what :meth:`save_optimizer_states` wrote."""
         raise NotImplementedError()
 
     @property
     def type(self):
+        """The name :func:`create` knows this store by, e.g. ``'local'``."""
         raise NotImplementedError()
 
     @property
     def rank(self):
+        """This worker's number, 0 to ``num_workers - 1``."""
         raise NotImplementedError()
 
     @property
     def num_workers(self):
+        """How many workers share the store (1 in one process)."""
         raise NotImplementedError()
 
     @staticmethod

@@ -17,6 +17,7 @@ from .random import (random_uniform, random_normal, random_poisson,  # noqa: F40
                      sample_gamma, sample_negative_binomial,
                      sample_generalized_negative_binomial, sample_multinomial)
 from .io import save, load, load_frombuffer
+from . import fluent
 from .. import context as _context
 
 uniform, normal = random_uniform, random_normal     # MXNet's nd.uniform, nd.normal
@@ -28,3 +29,7 @@ def op_names():
 
 
 from ..optimizer.updates import *  # noqa: E402,F401,F403 - nd.sgd_update & co.
+
+# Last: the fluent methods take their signatures and summaries from the
+# nd functions, which all exist now.
+fluent.install(NDArray)

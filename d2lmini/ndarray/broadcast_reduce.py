@@ -40,6 +40,7 @@ class Reduce(Op):
         return out, self.out_dtype(dtypes[0])
 
     def out_dtype(self, dtype):
+        """The output's dtype for an input of ``dtype``: the same."""
         return dtype
 
     def _expand(self, g, x, axis, keepdims):

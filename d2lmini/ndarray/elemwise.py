@@ -4,6 +4,7 @@ MXNet keeps these in ``src/operator/tensor/elemwise_*``.  Each operator is
 one small class: ``infer`` (shape, dtype), ``forward`` on raw arrays,
 ``backward`` in NDArray operators, and ``cases`` for its gradient check.
 """
+import inspect
 import math
 import operator
 import sys
@@ -53,9 +54,9 @@ _HOST = np.ndarray
 
 
 def _unary(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
-           float_out=False):
+           float_out=False, *, doc):
     cls = type(name, (Unary,), {
-        'name': name,
+        'name': name, '__doc__': doc,
         'forward': staticmethod(_keep_dtype(forward)),
         'backward': lambda self, g, inputs, out: [backward(g, inputs[0], out)],
         'differentiable': differentiable,
@@ -120,57 +121,98 @@ def _erfinv(a):
     return y if xp is np else xp.asarray(y)
 
 
+# Each op's ``doc`` is what ``nd.<name>`` and ``NDArray.<name>`` say it computes.
 #       name        forward          backward: g, x, y=f(x) -> dL/dx     input range
-_unary('negative',  np.negative,     lambda g, x, y: -g)
-_unary('exp',       np.exp,          lambda g, x, y: g * y)
-_unary('log',       np.log,          lambda g, x, y: g / x,                 0.2, 2.0)
-_unary('sqrt',      np.sqrt,         lambda g, x, y: g / (2 * y),           0.2, 2.0)
-_unary('square',    np.square,       lambda g, x, y: g * 2 * x)
-_unary('abs',       np.abs,          lambda g, x, y: g * sign(x),           0.1, 1.0)
-_unary('sign',      np.sign,         None, differentiable=False)
-_unary('sigmoid',   _sigmoid,        lambda g, x, y: invoke(OPS['_sigmoid_backward'], (g, y)))
-_unary('tanh',      np.tanh,         lambda g, x, y: invoke(OPS['_tanh_backward'], (g, y)))
+_unary('negative',  np.negative,     lambda g, x, y: -g,
+       doc='``-x``, elementwise.')
+_unary('exp',       np.exp,          lambda g, x, y: g * y,
+       doc='The exponential ``e ** x``, elementwise.')
+_unary('log',       np.log,          lambda g, x, y: g / x,                 0.2, 2.0,
+       doc='The natural logarithm, elementwise.')
+_unary('sqrt',      np.sqrt,         lambda g, x, y: g / (2 * y),           0.2, 2.0,
+       doc='The square root, elementwise.')
+_unary('square',    np.square,       lambda g, x, y: g * 2 * x,
+       doc='``x * x``, elementwise.')
+_unary('abs',       np.abs,          lambda g, x, y: g * sign(x),           0.1, 1.0,
+       doc='The absolute value, elementwise.')
+_unary('sign',      np.sign,         None, differentiable=False,
+       doc='-1, 0 or 1 by the sign of each element.')
+_unary('sigmoid',   _sigmoid,        lambda g, x, y: invoke(OPS['_sigmoid_backward'], (g, y)),
+       doc='The logistic function ``1 / (1 + exp(-x))``, elementwise.')
+_unary('tanh',      np.tanh,         lambda g, x, y: invoke(OPS['_tanh_backward'], (g, y)),
+       doc='The hyperbolic tangent, elementwise.')
 _unary('relu',      lambda a: backend.xp_of(a).maximum(a, 0),   # backward: MXNet's relu_grad, NaN -> NaN
-                    lambda g, x, y: invoke(OPS['_relu_backward'], (g, y)),  0.1, 1.0)
-_unary('softrelu',  _softrelu,       lambda g, x, y: g * sigmoid(x))
-_unary('sin',       np.sin,          lambda g, x, y: g * cos(x))
-_unary('cos',       np.cos,          lambda g, x, y: -g * sin(x))
-_unary('reciprocal', np.reciprocal,  lambda g, x, y: -g * y * y,            0.5, 2.0)
+                    lambda g, x, y: invoke(OPS['_relu_backward'], (g, y)),  0.1, 1.0,
+       doc='The rectified linear unit ``max(x, 0)``, elementwise.')
+_unary('softrelu',  _softrelu,       lambda g, x, y: g * sigmoid(x),
+       doc='The softplus ``log(1 + exp(x))``, elementwise, without overflow.')
+_unary('sin',       np.sin,          lambda g, x, y: g * cos(x),
+       doc='The sine of angles in radians, elementwise.')
+_unary('cos',       np.cos,          lambda g, x, y: -g * sin(x),
+       doc='The cosine of angles in radians, elementwise.')
+_unary('reciprocal', np.reciprocal,  lambda g, x, y: -g * y * y,            0.5, 2.0,
+       doc='``1 / x``, elementwise.')
 _unary('rsqrt',     lambda a: 1 / backend.xp_of(a).sqrt(a),
-                                     lambda g, x, y: -0.5 * g * y / x,      0.5, 2.0)
-_unary('log1p',     np.log1p,        lambda g, x, y: g / (1 + x),           0.0, 1.0)
-_unary('expm1',     np.expm1,        lambda g, x, y: g * (y + 1))
-_unary('tan',       np.tan,          lambda g, x, y: g * (1 + y * y))
-_unary('arcsin',    np.arcsin,       lambda g, x, y: g * rsqrt(1 - x * x),  -0.9, 0.9)
-_unary('arccos',    np.arccos,       lambda g, x, y: -g * rsqrt(1 - x * x), -0.9, 0.9)
-_unary('arctan',    np.arctan,       lambda g, x, y: g / (1 + x * x))
-_unary('sinh',      np.sinh,         lambda g, x, y: g * cosh(x))
-_unary('cosh',      np.cosh,         lambda g, x, y: g * sinh(x))
-_unary('arcsinh',   np.arcsinh,      lambda g, x, y: g * rsqrt(x * x + 1))
-_unary('arccosh',   np.arccosh,      lambda g, x, y: g * rsqrt(x * x - 1),  1.2, 3.0)
-_unary('arctanh',   np.arctanh,      lambda g, x, y: g / (1 - x * x),       -0.9, 0.9)
-_unary('log2',      np.log2,         lambda g, x, y: g / (x * float(np.log(2))), 0.2, 2.0)
+                                     lambda g, x, y: -0.5 * g * y / x,      0.5, 2.0,
+       doc='``1 / sqrt(x)``, elementwise.')
+_unary('log1p',     np.log1p,        lambda g, x, y: g / (1 + x),           0.0, 1.0,
+       doc='``log(1 + x)``, elementwise, accurate for ``x`` near 0.')
+_unary('expm1',     np.expm1,        lambda g, x, y: g * (y + 1),
+       doc='``exp(x) - 1``, elementwise, accurate for ``x`` near 0.')
+_unary('tan',       np.tan,          lambda g, x, y: g * (1 + y * y),
+       doc='The tangent of angles in radians, elementwise.')
+_unary('arcsin',    np.arcsin,       lambda g, x, y: g * rsqrt(1 - x * x),  -0.9, 0.9,
+       doc='The inverse sine, in radians, elementwise (NaN outside [-1, 1]).')
+_unary('arccos',    np.arccos,       lambda g, x, y: -g * rsqrt(1 - x * x), -0.9, 0.9,
+       doc='The inverse cosine, in radians, elementwise (NaN outside [-1, 1]).')
+_unary('arctan',    np.arctan,       lambda g, x, y: g / (1 + x * x),
+       doc='The inverse tangent, in radians, elementwise.')
+_unary('sinh',      np.sinh,         lambda g, x, y: g * cosh(x),
+       doc='The hyperbolic sine, elementwise.')
+_unary('cosh',      np.cosh,         lambda g, x, y: g * sinh(x),
+       doc='The hyperbolic cosine, elementwise.')
+_unary('arcsinh',   np.arcsinh,      lambda g, x, y: g * rsqrt(x * x + 1),
+       doc='The inverse hyperbolic sine, elementwise.')
+_unary('arccosh',   np.arccosh,      lambda g, x, y: g * rsqrt(x * x - 1),  1.2, 3.0,
+       doc='The inverse hyperbolic cosine, elementwise (NaN below 1).')
+_unary('arctanh',   np.arctanh,      lambda g, x, y: g / (1 - x * x),       -0.9, 0.9,
+       doc='The inverse hyperbolic tangent, elementwise.')
+_unary('log2',      np.log2,         lambda g, x, y: g / (x * float(np.log(2))), 0.2, 2.0,
+       doc='The base-2 logarithm, elementwise.')
 _unary('log10',     np.log10,        lambda g, x, y: g / (x * float(np.log(10))),
-       0.2, 2.0)
-_unary('cbrt',      np.cbrt,         lambda g, x, y: g / (3 * y * y),       0.2, 2.0)
+       0.2, 2.0, doc='The base-10 logarithm, elementwise.')
+_unary('cbrt',      np.cbrt,         lambda g, x, y: g / (3 * y * y),       0.2, 2.0,
+       doc='The cube root, elementwise.')
 _unary('rcbrt',     lambda a: 1 / backend.xp_of(a).cbrt(a),
-                                     lambda g, x, y: -g * y / (3 * x),      0.5, 2.0)
-_unary('degrees',   np.degrees,      lambda g, x, y: g * float(180 / np.pi))
-_unary('radians',   np.radians,      lambda g, x, y: g * float(np.pi / 180))
+                                     lambda g, x, y: -g * y / (3 * x),      0.5, 2.0,
+       doc='``1 / cbrt(x)``, elementwise.')
+_unary('degrees',   np.degrees,      lambda g, x, y: g * float(180 / np.pi),
+       doc='Radians converted to degrees, elementwise.')
+_unary('radians',   np.radians,      lambda g, x, y: g * float(np.pi / 180),
+       doc='Degrees converted to radians, elementwise.')
 _unary('erf',       _erf,            lambda g, x, y:
-       g * float(2 / np.sqrt(np.pi)) * exp(-x * x))
+       g * float(2 / np.sqrt(np.pi)) * exp(-x * x),
+       doc='The Gauss error function, elementwise.')
 _unary('erfinv',    _erfinv,         lambda g, x, y:
-       g * float(np.sqrt(np.pi) / 2) * exp(y * y),                          -0.9, 0.9)
-# Rounding has a zero gradient almost everywhere: MXNet records none.
-_unary('floor',     np.floor,        None, differentiable=False)
-_unary('trunc',     np.trunc,        None, differentiable=False)
-_unary('rint',      np.rint,         None, differentiable=False)
-_unary('fix',       np.fix,          None, differentiable=False)
-_unary('logical_not', lambda a: (a == 0).astype(a.dtype), None, differentiable=False)
-_unary('ceil',      np.ceil,         None, differentiable=False)
-_unary('round',     np.round,        None, differentiable=False)
-_unary('zeros_like_op', np.zeros_like, None, differentiable=False)
-_unary('ones_like_op', np.ones_like, None, differentiable=False)  # keeps the layout
+       g * float(np.sqrt(np.pi) / 2) * exp(y * y),                          -0.9, 0.9,
+       doc='The inverse of ``erf``, elementwise (NaN outside [-1, 1]).')
+# No gradient: rounding's is zero almost everywhere, and MXNet records none.
+for _name, _f, _doc in [
+        ('floor', np.floor, 'The largest integer not above each element.'),
+        ('trunc', np.trunc,
+         'Each element with its fractional part dropped (rounded towards 0).'),
+        ('rint', np.rint, 'The nearest integer to each element; halves go to the '
+                          'even one.'),
+        ('fix', np.fix, 'Each element rounded towards 0 (as ``trunc``).'),
+        ('logical_not', lambda a: (a == 0).astype(a.dtype),
+         "1 where an element is 0, else 0, in the input's dtype."),
+        ('ceil', np.ceil, 'The smallest integer not below each element.'),
+        ('round', np.round, 'The nearest integer to each element; halves go to the '
+                            'even one.'),
+        ('zeros_like_op', np.zeros_like, "Zeros of the input's shape and dtype."),
+        ('ones_like_op', np.ones_like,                    # keeps the layout
+         "Ones of the input's shape and dtype.")]:
+    _unary(_name, _f, None, differentiable=False, doc=_doc)
 
 
 @register
@@ -255,7 +297,7 @@ class Binary(Op):
 
 
 def _binary_op(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
-               cases=None):
+               cases=None, *, doc):
     def bwd(self, g, inputs, out):
         a, b = inputs
         ga, gb = backward(g, a, b, out)
@@ -275,7 +317,7 @@ def _binary_op(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
         dt = result_dtype(a.dtype, b.dtype)      # int32 / int32 stays int32
         return r if r.dtype == dt else r.astype(dt)
     register(type(name, (Binary,), {
-        'name': name, 'forward': staticmethod(fwd), 'backward': bwd,
+        'name': name, '__doc__': doc, 'forward': staticmethod(fwd), 'backward': bwd,
         'differentiable': differentiable,
         'cases': cases if differentiable else ()}))
 
@@ -288,24 +330,31 @@ def _cmp(f):
 
 
 #           name            forward           backward: g, a, b, out -> (da, db)
-_binary_op('add',           np.add,           lambda g, a, b, y: (g, g))
-_binary_op('subtract',      np.subtract,      lambda g, a, b, y: (g, -g))
-_binary_op('multiply',      np.multiply,      lambda g, a, b, y: (g * b, g * a))
+_binary_op('add',           np.add,           lambda g, a, b, y: (g, g),
+           doc='``lhs + rhs``')
+_binary_op('subtract',      np.subtract,      lambda g, a, b, y: (g, -g),
+           doc='``lhs - rhs``')
+_binary_op('multiply',      np.multiply,      lambda g, a, b, y: (g * b, g * a),
+           doc='``lhs * rhs``')
 _binary_op('divide',        np.true_divide,   lambda g, a, b, y: (g / b, -g * y / b),
-           0.5, 2.0)
+           0.5, 2.0, doc='``lhs / rhs``')
 _binary_op('power',         np.power,         lambda g, a, b, y: (g * b * a ** (b - 1),
-                                                                 g * y * log(a)), 0.5, 2.0)
-_binary_op('maximum',       np.maximum,       lambda g, a, b, y: (g * (a >= b), g * (a < b)))
-_binary_op('minimum',       np.minimum,       lambda g, a, b, y: (g * (a <= b), g * (a > b)))
-_binary_op('mod',           np.mod,           None, differentiable=False)
-_binary_op('equal',         _cmp(np.equal),   None, differentiable=False)
-_binary_op('not_equal',     _cmp(np.not_equal), None, differentiable=False)
-_binary_op('greater',       _cmp(np.greater), None, differentiable=False)
-_binary_op('greater_equal', _cmp(np.greater_equal), None, differentiable=False)
-_binary_op('lesser',        _cmp(np.less),    None, differentiable=False)
-_binary_op('lesser_equal',  _cmp(np.less_equal), None, differentiable=False)
+                                                                 g * y * log(a)), 0.5, 2.0,
+           doc='``lhs ** rhs``')
+_binary_op('maximum',       np.maximum,       lambda g, a, b, y: (g * (a >= b), g * (a < b)),
+           doc='The larger of ``lhs`` and ``rhs``')
+_binary_op('minimum',       np.minimum,       lambda g, a, b, y: (g * (a <= b), g * (a > b)),
+           doc='The smaller of ``lhs`` and ``rhs``')
+_binary_op('mod',           np.mod,           None, differentiable=False,
+           doc='The remainder ``lhs % rhs``, with the sign of ``rhs``')
 _binary_op('hypot',         np.hypot,         lambda g, a, b, y: (g * a / y, g * b / y),
-           0.5, 2.0)
+           0.5, 2.0, doc='``sqrt(lhs ** 2 + rhs ** 2)``, without overflow')
+for _name, _f, _sym in [('equal', np.equal, '=='), ('not_equal', np.not_equal, '!='),
+                        ('greater', np.greater, '>'),
+                        ('greater_equal', np.greater_equal, '>='),
+                        ('lesser', np.less, '<'), ('lesser_equal', np.less_equal, '<=')]:
+    _binary_op(_name, _cmp(_f), None, differentiable=False,
+               doc=f'1 where ``lhs {_sym} rhs``, else 0')
 
 
 # === array-with-scalar (the scalar is an attribute, so it never needs a gradient) ======
@@ -367,8 +416,10 @@ def _unary_fn(name):
                             f"{sorted(kwargs)}")
         res = invoke(op, (data,))
         return res if out is None else into(out, res, op.name)
-    fn.__name__ = name
-    fn.__doc__ = f'Elementwise ``{name}``; see the op table for its gradient.'
+    fn.__name__, fn.__doc__ = name, type(op).__doc__
+    sig = inspect.signature(fn)              # shown without **kwargs, which only
+    fn.__signature__ = sig.replace(          # refuses other keywords
+        parameters=list(sig.parameters.values())[:-1])
     return fn
 
 
@@ -411,8 +462,9 @@ def _binary_fn(opname, fname, same_shape=False):
         res = _binary(opname, lhs, rhs)
         return res if out is None else into(out, res, fname)
     fn.__name__ = fname
-    fn.__doc__ = (f'Elementwise ``{opname}``' + ('' if same_shape else
-                  ' with broadcasting; either side may be a scalar') + '.')
+    fn.__doc__ = (type(OPS[opname]).__doc__ + ', elementwise' +
+                  ('; the shapes must match.' if same_shape else
+                   ', with broadcasting; either side may be a scalar.'))
     return fn
 
 
@@ -436,6 +488,13 @@ subtract_ = subtract
 
 
 def hypot(a, b, out=None, name=None):
+    """``sqrt(a ** 2 + b ** 2)`` of two arrays, elementwise, with broadcasting.
+
+    >>> nd.hypot(nd.array([3, 5]), nd.array([4, 12]))
+    <BLANKLINE>
+    [ 5. 13.]
+    <NDArray 2 @cpu(0)>
+    """
     return into(out, invoke(OPS['hypot'], (a, b)), 'hypot')
 
 
@@ -449,6 +508,13 @@ def clip(data, a_min, a_max, out=None, name=None):
 
 
 def cast(data, dtype, out=None, name=None):
+    """``data``'s values as ``dtype`` (also ``nd.Cast``; see ``NDArray.astype``).
+
+    >>> nd.cast(nd.array([1.5, 2.5]), dtype='int32')
+    <BLANKLINE>
+    [1 2]
+    <NDArray 2 @cpu(0)>
+    """
     return into(out, data.astype(dtype), 'cast')
 
 
@@ -456,6 +522,7 @@ Cast = cast
 
 
 def zeros_like_(data):
+    """The same as :func:`zeros_like`."""
     return zeros_like(data)
 
 

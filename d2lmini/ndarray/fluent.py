@@ -12,6 +12,7 @@ and ``x.sum(axis=1, exclude=True)`` or ``x.norm(ord=1)`` mean exactly what
 [[ 1. -3.]]
 <NDArray 1x2 @cpu(0)>
 """
+import inspect
 import sys
 
 # MXNet 1.9.1's fluent methods that call the nd function of the same name.
@@ -39,11 +40,21 @@ def _nd_function(name):
     return fn
 
 
-def _method(name):
+def _method(cls, name):
     def method(self, *args, **kwargs):
         return _nd_function(name)(self, *args, **kwargs)
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f'``nd.{name}(self, *args, **kwargs)``.'
+    method.__name__, method.__qualname__ = name, f'{cls.__name__}.{name}'
+    fn = getattr(sys.modules[_PACKAGE], name, None)
+    if fn is None:          # a placeholder that raises: no docstring, so the
+        return method       # API reference leaves it out
+    # What the reference shows: nd.<name>'s arguments, ``self`` for the first,
+    # and its summary.  The call itself still passes everything on.
+    params = list(inspect.signature(fn).parameters.values())
+    method.__signature__ = inspect.Signature([params[0].replace(name='self')] +
+                                             params[1:])
+    summary = (inspect.getdoc(fn) or '').split('\n\n')[0]
+    method.__doc__ = (f'{summary}\n\nThe fluent form of ``nd.{name}``: '
+                      f'``x.{name}(...)`` is ``nd.{name}(x, ...)``.').lstrip()
     return method
 
 
@@ -54,7 +65,8 @@ def available():
 
 
 def install(cls):
-    """Give ``cls`` every fluent method it does not define itself."""
+    """Give ``cls`` every fluent method it does not define itself (once the
+    nd functions exist: their signatures and summaries are the methods')."""
     for name in FLUENT:
         if name not in cls.__dict__:
-            setattr(cls, name, _method(name))
+            setattr(cls, name, _method(cls, name))

@@ -233,6 +233,15 @@ def fill_element_0index(lhs, mhs, rhs, out=None, name=None):
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype='float32', out=None,
             name=None):
+    """Each index as a vector of length ``depth``: ``on_value`` at the
+    index, ``off_value`` elsewhere; the shape is ``indices.shape + (depth,)``.
+
+    >>> nd.one_hot(nd.array([0, 2]), 3)
+    <BLANKLINE>
+    [[1. 0. 0.]
+     [0. 0. 1.]]
+    <NDArray 2x3 @cpu(0)>
+    """
     return into(out, invoke(OPS['one_hot'], (indices,),
                             {'depth': int(depth), 'on_value': on_value,
                              'off_value': off_value, 'dtype': np.dtype(dtype)}),

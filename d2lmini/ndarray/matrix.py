@@ -430,6 +430,11 @@ def reshape_like(lhs, rhs, out=None, name=None):
 
 
 def transpose(data, axes=None, out=None, name=None):
+    """``data`` with its axes permuted: reversed, or in the order ``axes``.
+
+    >>> nd.transpose(nd.zeros((2, 3, 4)), axes=(1, 0, 2)).shape
+    (3, 2, 4)
+    """
     return into(out, invoke(OPS['transpose'], (data,),
                             {'axes': None if axes is None else tuple(axes)}),
                 'transpose')
@@ -461,6 +466,11 @@ def moveaxis(tensor, source, destination):
 
 
 def swapaxes(data, dim1=0, dim2=0, out=None, name=None):
+    """``data`` with axes ``dim1`` and ``dim2`` exchanged.
+
+    >>> nd.swapaxes(nd.zeros((2, 3, 4)), 0, 2).shape
+    (4, 3, 2)
+    """
     return into(out, invoke(OPS['swapaxes'], (data,), {'dim1': dim1, 'dim2': dim2}),
                 'swapaxes')
 
@@ -469,6 +479,11 @@ SwapAxis = swapaxes
 
 
 def flatten(data, out=None, name=None):
+    """``data`` as a 2-D array: the first axis kept, the others merged.
+
+    >>> nd.flatten(nd.zeros((2, 3, 4))).shape
+    (2, 12)
+    """
     return into(out, invoke(OPS['flatten'], (data,)), 'flatten')
 
 
@@ -476,24 +491,57 @@ Flatten = flatten
 
 
 def expand_dims(data, axis, out=None, name=None):
+    """``data`` with a new axis of size 1 at position ``axis``.
+
+    >>> nd.expand_dims(nd.zeros((2, 3)), axis=1).shape
+    (2, 1, 3)
+    """
     return into(out, invoke(OPS['expand_dims'], (data,), {'axis': axis}),
                 'expand_dims')
 
 
 def squeeze(data, axis=None, out=None, name=None):
+    """``data`` without its axes of size 1 (all of them, or those in ``axis``).
+
+    >>> nd.squeeze(nd.zeros((2, 1, 3, 1))).shape
+    (2, 3)
+    """
     return into(out, invoke(OPS['squeeze'], (data,), {'axis': axis}), 'squeeze')
 
 
 def tile(data, reps, out=None, name=None):
+    """``data`` repeated as a whole ``reps[i]`` times along axis ``i``.
+
+    >>> nd.tile(nd.array([1, 2]), reps=(2,))
+    <BLANKLINE>
+    [1. 2. 1. 2.]
+    <NDArray 4 @cpu(0)>
+    """
     return into(out, invoke(OPS['tile'], (data,), {'reps': tuple(reps)}), 'tile')
 
 
 def repeat(data, repeats, axis=None, out=None, name=None):
+    """Each element ``repeats`` times in a row along ``axis`` (of the
+    flattened array when ``axis`` is None).
+
+    >>> nd.repeat(nd.array([1, 2]), repeats=2)
+    <BLANKLINE>
+    [1. 1. 2. 2.]
+    <NDArray 4 @cpu(0)>
+    """
     return into(out, invoke(OPS['repeat'], (data,), {'repeats': repeats,
                                                      'axis': axis}), 'repeat')
 
 
 def flip(data, axis, out=None, name=None):
+    """``data`` in reverse order along ``axis`` (also ``nd.reverse``).
+
+    >>> nd.flip(nd.array([[1, 2], [3, 4]]), axis=1)
+    <BLANKLINE>
+    [[2. 1.]
+     [4. 3.]]
+    <NDArray 2x2 @cpu(0)>
+    """
     return into(out, invoke(OPS['flip'], (data,), {'axis': axis}), 'flip')
 
 
@@ -527,6 +575,11 @@ def concatenate(arrays, axis=0, always_copy=True):
 
 
 def stack(*data, axis=0, out=None, name=None, **kwargs):
+    """Arrays of one shape joined along a new axis ``axis``.
+
+    >>> nd.stack(nd.zeros((2, 3)), nd.ones((2, 3)), axis=1).shape
+    (2, 2, 3)
+    """
     _check_kwargs('stack', kwargs, ('num_args',))
     return into(out, invoke(OPS['stack'], _arrays('stack', data), {'axis': axis}),
                 'stack')
@@ -594,6 +647,14 @@ def size_array(data, out=None, name=None):
 
 
 def slice_axis(data, axis, begin, end, out=None, name=None):
+    """``data[begin:end]`` along ``axis`` (``end=None``: to the end).
+
+    >>> nd.slice_axis(nd.arange(6).reshape(2, 3), axis=1, begin=1, end=None)
+    <BLANKLINE>
+    [[1. 2.]
+     [4. 5.]]
+    <NDArray 2x2 @cpu(0)>
+    """
     if end is None:
         end = data.shape[axis]
     return into(out, invoke(OPS['slice_axis'], (data,),

@@ -20,7 +20,7 @@ from .. import backend, engine
 from ..base import as_mxnet_error
 from ..context import Context, current_context
 from .registry import OPS, broadcast_shapes
-from . import fluent, layout
+from . import layout
 
 __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
            'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall', 'from_numpy']
@@ -221,22 +221,27 @@ class NDArray:
     # -- properties -----------------------------------------------------------
     @property
     def shape(self):
+        """The size of each axis, a tuple of ints."""
         return self._shape
 
     @property
     def size(self):
+        """The number of elements."""
         return int(np.prod(self._shape, dtype=np.int64))
 
     @property
     def ndim(self):
+        """The number of axes."""
         return len(self._shape)
 
     @property
     def dtype(self):
+        """The element type, a NumPy scalar type such as ``numpy.float32``."""
         return self._dtype.type
 
     @property
     def context(self):
+        """The device the array lives on, e.g. ``cpu(0)`` (also ``ctx``)."""
         return self._ctx
 
     ctx = context
@@ -244,14 +249,17 @@ class NDArray:
 
     @property
     def grad(self):
+        """The gradient that ``backward`` writes; None until :meth:`attach_grad`."""
         return self._grad
 
     @property
     def T(self):
+        """The array with its axes reversed (a copy)."""
         return self.transpose()
 
     @property
     def stype(self):
+        """The storage type: always ``'default'`` (dense) in d2lmini."""
         return 'default'
 
     # -- synchronization and conversion ----------------------------------------
@@ -279,6 +287,7 @@ class NDArray:
         return self.asscalar().item()
 
     def tolist(self):
+        """The values as nested Python lists."""
         return self.asnumpy().tolist()
 
     def __array__(self, dtype=None, copy=None):
@@ -286,12 +295,21 @@ class NDArray:
         return a if dtype is None else a.astype(dtype)
 
     def astype(self, dtype, copy=True):
+        """The values cast to ``dtype``; with ``copy=False``, the array itself
+        when it has that dtype already.
+
+        >>> nd.array([1.7, -1.7]).astype('int32')
+        <BLANKLINE>
+        [ 1 -1]
+        <NDArray 2 @cpu(0)>
+        """
         dtype = _dtype(dtype)
         if not copy and dtype == self._dtype:
             return self
         return invoke(OPS['cast'], (self,), {'dtype': dtype})
 
     def copy(self):
+        """A new array with the same values, on the same context."""
         return invoke(OPS['_copy'], (self,))
 
     def copyto(self, other):
@@ -314,6 +332,7 @@ class NDArray:
     as_in_ctx = as_in_context
 
     def to_device(self, ctx):
+        """The same as :meth:`as_in_context` (MXNet 2's name)."""
         return self.as_in_context(ctx)
 
     def detach(self):
@@ -328,6 +347,17 @@ class NDArray:
                            grad_req)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """Gradients of this recorded array into the ``grad`` of the arrays
+        that :meth:`attach_grad` marked (see :func:`d2lmini.autograd.backward`).
+
+        >>> x = nd.array([1, 2]); x.attach_grad()
+        >>> with autograd.record():
+        ...     y = (x * x).sum()
+        >>> y.backward(); x.grad
+        <BLANKLINE>
+        [2. 4.]
+        <NDArray 2 @cpu(0)>
+        """
         _ag.backward([self], None if out_grad is None else [out_grad],
                      retain_graph=retain_graph, train_mode=train_mode)
 
@@ -574,6 +604,14 @@ class NDArray:
 
     # -- methods that mirror nd functions (the rest: fluent.py) ------------------
     def reshape(self, *shape, **kwargs):
+        """The same data in a new shape, given as ints or one tuple, with
+        MXNet's codes (0 keeps an axis, -1 infers one, -2, -3, -4: see
+        ``nd.reshape``); ``reverse=True`` reads
+        them from the right.
+
+        >>> nd.arange(6).reshape(2, -1).shape
+        (2, 3)
+        """
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if 'shape' in kwargs:
@@ -582,6 +620,12 @@ class NDArray:
                                                 'reverse': kwargs.pop('reverse', False)})
 
     def transpose(self, *axes, **kw):
+        """The axes permuted: reversed, or in the order ``axes`` (ints, one
+        tuple, or ``axes=``).
+
+        >>> nd.zeros((2, 3, 4)).transpose(1, 0, 2).shape
+        (3, 2, 4)
+        """
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         axes = kw.get('axes', axes) or None
@@ -634,9 +678,12 @@ class NDArray:
         return self._view(tuple(s for i, s in enumerate(self._shape) if i not in keep))
 
     def as_nd_ndarray(self):
+        """The array itself (MXNet converts an ``mx.np`` array; d2lmini has
+        only ``nd`` arrays)."""
         return self
 
     def tostype(self, stype):
+        """A copy in storage ``stype``; only ``'default'`` (dense) exists here."""
         if stype != 'default':
             raise NotImplementedError(f"tostype({stype!r}): d2lmini has only dense "
                                       f"('default') storage")
@@ -899,6 +946,13 @@ def _check_kwargs(fn, kwargs, allowed=('stype', 'name')):
 
 
 def empty(shape, ctx=None, dtype=None, **kwargs):
+    """An array of ``shape`` whose values are whatever the memory held: for
+    an array you will overwrite.  ``ctx``: the current context unless given;
+    ``dtype``: float32 unless given.
+
+    >>> nd.empty((2, 3)).shape
+    (2, 3)
+    """
     _check_kwargs('empty', kwargs)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.empty(shape, dtype), shape, dtype, ctx, 'empty')
@@ -916,6 +970,16 @@ def _fill_out(name, out, shape, val):
 
 
 def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
+    """An array of zeros of ``shape`` (an int or a tuple), on ``ctx`` (the
+    current context unless given), float32 unless ``dtype``; ``out=``: fill
+    that array instead.
+
+    >>> nd.zeros((2, 3))
+    <BLANKLINE>
+    [[0. 0. 0.]
+     [0. 0. 0.]]
+    <NDArray 2x3 @cpu(0)>
+    """
     _check_kwargs('zeros', kwargs)
     if out is not None:
         return _fill_out('zeros', out, _shape(shape), 0)
@@ -924,6 +988,13 @@ def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
 
 
 def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
+    """An array of ones; the arguments are those of :func:`zeros`.
+
+    >>> nd.ones(3, dtype='int32')
+    <BLANKLINE>
+    [1 1 1]
+    <NDArray 3 @cpu(0)>
+    """
     _check_kwargs('ones', kwargs)
     if out is not None:
         return _fill_out('ones', out, _shape(shape), 1)
@@ -932,6 +1003,15 @@ def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
 
 
 def full(shape, val, ctx=None, dtype=None, out=None, **kwargs):
+    """An array filled with ``val``; the other arguments are those of
+    :func:`zeros`.
+
+    >>> nd.full((2, 2), 7)
+    <BLANKLINE>
+    [[7. 7.]
+     [7. 7.]]
+    <NDArray 2x2 @cpu(0)>
+    """
     _check_kwargs('full', kwargs)
     if out is not None:
         return _fill_out('full', out, _shape(shape), val)
@@ -957,21 +1037,33 @@ def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None, **kwargs)
 
 
 def zeros_like(data, **kw):
+    """Zeros of ``data``'s shape, dtype and context.
+
+    >>> nd.zeros_like(nd.array([[1, 2]], dtype='int32'))
+    <BLANKLINE>
+    [[0 0]]
+    <NDArray 1x2 @cpu(0)>
+    """
     _check_kwargs('zeros_like', kw)
     return zeros(data.shape, data.context, data._dtype)
 
 
 def ones_like(data, **kw):
+    """Ones of ``data``'s shape, dtype and context (as :func:`zeros_like`)."""
     _check_kwargs('ones_like', kw)
     return ones(data.shape, data.context, data._dtype)
 
 
 def full_like(data, fill_value, **kw):
+    """``fill_value`` in ``data``'s shape, dtype and context (as
+    :func:`zeros_like`)."""
     _check_kwargs('full_like', kw)
     return full(data.shape, fill_value, data.context, data._dtype)
 
 
 def empty_like(data, **kw):
+    """An uninitialized array of ``data``'s shape, dtype and context (see
+    :func:`empty`)."""
     _check_kwargs('empty_like', kw)
     return empty(data.shape, data.context, data._dtype)
 
@@ -1023,5 +1115,3 @@ def waitall():
     """Block until all pushed work has finished on every device."""
     engine.waitall()
 
-
-fluent.install(NDArray)

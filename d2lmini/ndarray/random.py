@@ -319,15 +319,18 @@ def _reciprocal(lam):
 
 def random_uniform(low=0, high=1, shape=None, ctx=None, dtype=None, out=None,
                    name=None, **kw):
+    """MXNet's older name for ``nd.random.uniform`` (``ctx`` before ``dtype``)."""
     return uniform(low, high, shape, dtype, ctx, out, **kw)
 
 
 def random_normal(loc=0, scale=1, shape=None, ctx=None, dtype=None, out=None,
                   name=None, **kw):
+    """MXNet's older name for ``nd.random.normal`` (``ctx`` before ``dtype``)."""
     return normal(loc, scale, shape, dtype, ctx, out, **kw)
 
 
 def random_poisson(lam=1, shape=None, ctx=None, dtype=None, out=None, name=None, **kw):
+    """MXNet's older name for ``nd.random.poisson`` (``ctx`` before ``dtype``)."""
     return poisson(lam, shape, dtype, ctx, out, **kw)
 
 
@@ -340,33 +343,40 @@ def random_exponential(lam=1, shape=None, ctx=None, dtype=None, out=None, name=N
 
 def random_gamma(alpha=1, beta=1, shape=None, ctx=None, dtype=None, out=None,
                  name=None, **kw):
+    """MXNet's older name for ``nd.random.gamma`` (``ctx`` before ``dtype``)."""
     return gamma(alpha, beta, shape, dtype, ctx, out, **kw)
 
 
 def random_negative_binomial(k=1, p=1, shape=None, ctx=None, dtype=None, out=None,
                              name=None, **kw):
+    """MXNet's older name for ``nd.random.negative_binomial``."""
     return negative_binomial(k, p, shape, dtype, ctx, out, **kw)
 
 
 def random_generalized_negative_binomial(mu=1, alpha=1, shape=None, ctx=None,
                                          dtype=None, out=None, name=None, **kw):
+    """MXNet's older name for ``nd.random.generalized_negative_binomial``."""
     return generalized_negative_binomial(mu, alpha, shape, dtype, ctx, out, **kw)
 
 
 def random_randint(low, high, shape=None, ctx=None, dtype='int32', out=None,
                    name=None, **kw):
+    """MXNet's older name for ``nd.random.randint`` (``ctx`` before ``dtype``)."""
     return randint(low, high, shape, dtype, ctx, out, **kw)
 
 
 def sample_uniform(low, high, shape=None, dtype=None, out=None, name=None, **kw):
+    """Samples from U[low, high) for each element of the arrays ``low``, ``high``."""
     return uniform(low, high, shape, dtype, None, out, **kw)
 
 
 def sample_normal(mu, sigma, shape=None, dtype=None, out=None, name=None, **kw):
+    """Samples from N(mu, sigma^2) for each element of the arrays ``mu``, ``sigma``."""
     return normal(mu, sigma, shape, dtype, None, out, **kw)
 
 
 def sample_poisson(lam, shape=None, dtype=None, out=None, name=None, **kw):
+    """Poisson samples for each element of the array ``lam``."""
     return poisson(lam, shape, dtype, None, out, **kw)
 
 
@@ -376,19 +386,23 @@ def sample_exponential(lam, shape=None, dtype=None, out=None, name=None, **kw):
 
 
 def sample_gamma(alpha, beta, shape=None, dtype=None, out=None, name=None, **kw):
+    """Gamma samples for each element of the arrays ``alpha``, ``beta``."""
     return gamma(alpha, beta, shape, dtype, None, out, **kw)
 
 
 def sample_negative_binomial(k, p, shape=None, dtype=None, out=None, name=None, **kw):
+    """Negative binomial samples for each element of the arrays ``k``, ``p``."""
     return negative_binomial(k, p, shape, dtype, None, out, **kw)
 
 
 def sample_generalized_negative_binomial(mu, alpha, shape=None, dtype=None, out=None,
                                          name=None, **kw):
+    """Generalized negative binomial samples for each element of ``mu``, ``alpha``."""
     return generalized_negative_binomial(mu, alpha, shape, dtype, None, out, **kw)
 
 
 def sample_multinomial(data, shape=None, get_prob=False, out=None, dtype='int32',
                        name=None, **kw):
+    """MXNet's older name for ``nd.random.multinomial``."""
     return multinomial(data, shape, get_prob, out, dtype, **kw)
 

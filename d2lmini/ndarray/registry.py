@@ -29,6 +29,7 @@ class Case:
         self.grad, self.inputs, self.attrs = grad, inputs, attrs
 
     def make(self, rng):
+        """The inputs, as float64 NumPy arrays drawn from ``rng``."""
         if self.inputs is not None:
             return [np.array(x, dtype=np.float64) if not callable(x) else x(rng)
                     for x in self.inputs]
@@ -51,12 +52,17 @@ class Op:
     params = ()
 
     def infer(self, shapes, dtypes, **attrs):     # pragma: no cover - abstract
+        """The output's ``(shape, dtype)`` (a list of them if ``nout > 1``)
+        from the inputs' shapes and dtypes; raises on shapes that do not fit."""
         raise NotImplementedError
 
     def forward(self, *arrays, **attrs):           # pragma: no cover - abstract
+        """The output(s), computed on raw NumPy or CuPy arrays."""
         raise NotImplementedError
 
     def backward(self, ograd, inputs, output, **attrs):
+        """The gradients of the inputs (None for one that has none), from the
+        output's gradient ``ograd``, in NDArray operations."""
         raise NotImplementedError(f"operator '{self.name}' has no gradient")
 
     def __repr__(self):
@@ -74,6 +80,8 @@ def register(cls):
 
 # --- shape helpers shared by many ops --------------------------------------
 def broadcast_shapes(name, a, b):
+    """The shape that ``a`` and ``b`` broadcast to; an error naming ``name``
+    if they cannot."""
     if a == b:
         return a
     try:
@@ -85,6 +93,7 @@ def broadcast_shapes(name, a, b):
 
 @functools.lru_cache(maxsize=4096)
 def result_dtype(a, b):
+    """The dtype NumPy gives an operation on dtypes ``a`` and ``b`` (cached)."""
     return np.result_type(a, b)
 
 

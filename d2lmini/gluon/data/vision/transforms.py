@@ -26,6 +26,7 @@ class Transform:
     batchable = True
 
     def forward(self, x):                         # pragma: no cover - abstract
+        """Override: the transformed image(s), from NumPy array ``x``."""
         raise NotImplementedError
 
     def __call__(self, x):
