@@ -18,6 +18,7 @@ What is here:
 * plotting (matplotlib, inline SVG in notebooks): :data:`plt`,
   :func:`use_svg_display`, :func:`set_figsize`, :func:`set_axes`,
   :func:`plot`, :func:`semilogy`, :class:`Animator`, :func:`show_images`,
+  :func:`show_trace` (an engine trace),
   :func:`show_fashion_mnist`;
 * devices: :func:`try_gpu`, :func:`try_all_gpus` (fall back to the CPU
   when allocating on a GPU raises ``MXNetError``, as in the book);
@@ -30,7 +31,7 @@ What is here:
   :func:`train`, :func:`train_ch6`;
 * exercises: ``d2l.check.<chapter>.<name>(solution)`` checks a coding
   exercise (:mod:`d2lmini.check`);
-* speed: :func:`images_per_sec`, and the same network in PyTorch,
+* speed: :func:`images_per_sec`, :func:`median_time`, and the same network in PyTorch,
   :func:`torch_twin` and :func:`torch_steps` (chapter 5);
 * networks: :func:`lenet_classic` (chapter 6), the multi-GPU chapter's
   :func:`get_lenet_params` / :func:`lenet` (from raw operators) and
@@ -60,7 +61,7 @@ __all__ = ['Timer', 'Accumulator', 'Animator', 'Benchmark', 'table', 'Table',
            'evaluate_accuracy', 'evaluate_accuracy_gpu', 'train_ch3',
            'train_ch5', 'train', 'train_ch6', 'lenet_classic',
            'get_lenet_params', 'get_params', 'lenet', 'lenet_multigpu',
-           'split_batch', 'Residual', 'resnet18', 'images_per_sec',
+           'split_batch', 'Residual', 'resnet18', 'images_per_sec', 'median_time', 'show_trace',
            'torch_twin', 'torch_steps']
 
 
@@ -364,6 +365,26 @@ class Animator:
             from IPython import display
             display.display(self.fig)
             display.clear_output(wait=True)
+
+
+def show_trace(trace, outline=True, ax=None):
+    """Draw an engine trace (:class:`d2lmini.engine.Trace`): one row per
+    device, one bar per operation, the legend beside the plot instead of
+    over the bars.  ``outline=True`` draws a thin white line around each
+    bar, so that short operations in a row stay apart.  Returns the axes.
+
+    >>> with mx.engine.Trace() as trace:                  # doctest: +SKIP
+    ...     nd.dot(a, a)
+    >>> d2l.show_trace(trace)                             # doctest: +SKIP
+    """
+    ax = trace.plot(ax=ax)
+    for bars in ax.collections:
+        bars.set_edgecolor('white' if outline else 'face')
+    legend = ax.get_legend()
+    if legend is not None:
+        ax.legend(legend.legend_handles, [t.get_text() for t in legend.texts],
+                  loc='center left', bbox_to_anchor=(1, 0.5), fontsize='small')
+    return ax
 
 
 def show_images(imgs, num_rows, num_cols, titles=None, scale=1.5):
@@ -871,6 +892,26 @@ def images_per_sec(steps, batch_size, num_rounds=5, num_repeats=3):
                 step()
             best[k] = max(best[k], batch_size * num_repeats / timer.stop())
     return best
+
+
+def median_time(fn, reps):
+    """The median of ``reps`` timings of ``fn()``, in seconds, each
+    waiting for the engine to finish what ``fn`` pushed (``nd.waitall()``);
+    one untimed call first, to warm up.  The median, unlike the best, is
+    what a typical call costs.
+
+    >>> median_time(lambda: nd.dot(a, a), 10)         # doctest: +SKIP
+    0.00213
+    """
+    fn()
+    nd.waitall()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        nd.waitall()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[reps // 2]
 
 
 _TORCH_ACT = {'relu': 'ReLU', 'sigmoid': 'Sigmoid', 'tanh': 'Tanh'}

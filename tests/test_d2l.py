@@ -3,6 +3,7 @@ import contextlib
 import re
 import sys
 import time
+import types
 
 import matplotlib
 import numpy as np
@@ -548,3 +549,29 @@ def test_torch_twin_is_none_without_pytorch(monkeypatch):
     net = d2l.lenet_multigpu()
     net.initialize()
     assert d2l.torch_twin(net, nd.ones((1, 1, 28, 28))) is None
+
+
+def test_show_trace_puts_the_legend_beside_the_bars():
+    a = nd.ones((64, 64))
+    with mx.engine.Trace() as trace:
+        nd.dot(a, a)
+        a + 1
+    ax = d2l.show_trace(trace)
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.texts] == sorted(
+        {name for _, name, _, _ in trace.spans()},
+        key=lambda n: (-sum(e - s for _, m, s, e in trace.spans() if m == n), n))
+    assert legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted()).x0 >= 1
+    assert all((bars.get_edgecolor() == [1, 1, 1, 1]).all() for bars in ax.collections)
+    d2l.plt.close('all')
+
+
+def test_median_time_waits_for_the_engine_and_takes_the_median(monkeypatch):
+    ticks = iter([0.0, 1.0, 10.0, 12.0, 20.0, 20.5])  # calls of 1, 2, 0.5 s
+    monkeypatch.setattr(d2l, 'time', types.SimpleNamespace(
+        perf_counter=lambda: next(ticks)))
+    waited = []
+    monkeypatch.setattr(d2l.nd, 'waitall', lambda: waited.append(1))
+    calls = []
+    assert d2l.median_time(lambda: calls.append(1), 3) == 1.0
+    assert len(calls) == 4 and len(waited) == 4       # a warm-up, then 3
