@@ -72,7 +72,8 @@ from .base import MXNetError, mixed_class, _builtin_of
 
 __all__ = ['waitall', 'set_engine', 'engine_mode', 'engine_type', 'EngineError',
            'MXNetError', 'bulk', 'set_bulk_size',
-           'set_max_inflight', 'set_blas_threads', 'Trace', 'stream_for']
+           'set_max_inflight', 'set_blas_threads', 'free_cores', 'Trace',
+           'stream_for']
 
 _now = time.perf_counter
 
@@ -235,6 +236,7 @@ class Stream:
     # -- worker -------------------------------------------------------------
     def _loop(self):
         get = self._q.get
+        watch = not self.is_gpu          # the machine's load (_watch_load)
         if self.is_gpu:
             backend.device_guard(self.ctx).__enter__()
             self.cuda_stream.__enter__()     # the current stream of this thread
@@ -274,6 +276,10 @@ class Stream:
             self.done = seq
             if self._waiters:
                 self._wake()
+            if watch:
+                now = _now()
+                if now >= _LOAD['next']:
+                    _watch_load(now)
 
     def _wait_deps(self, deps):
         for st, dseq in deps:
@@ -691,13 +697,17 @@ def _cores():
 def cpu_threads():
     """Threads one CPU operation may use now: ``set_blas_threads``'s number
     if fixed, else the usable cores shared out among the CPU devices that
-    have streams (all of them while only ``cpu(0)`` is in use).  BLAS calls
-    and the elementwise kernels of :mod:`d2lmini.ndarray.cpu_kernels` both
-    follow it."""
+    have streams (all of them while only ``cpu(0)`` is in use), and no more
+    than the cores other programs leave free (:func:`free_cores`).  BLAS
+    calls and the elementwise kernels of :mod:`d2lmini.ndarray.cpu_kernels`
+    both follow it."""
     n = _BLAS['fixed']
     if n is None:
         ncpu = sum(1 for s in list(_STREAMS.values()) if not s.is_gpu)
         n = max(1, _cores() // max(1, ncpu))
+        free = _LOAD['free']
+        if free is not None and free < n:
+            n = max(1, free)
     return n
 
 
@@ -709,6 +719,70 @@ def _share_cores():
         min(_BLAS['initial'], cpu_threads())
     if api[0]() != n:
         api[1](n)
+
+
+# --- CPU threads: sharing the cores with other programs ---------------------------
+# A busy machine (a browser, a second notebook, a build) changes what the
+# threads above are worth.  A GEMM split over two threads finishes when the
+# slower of them does, and with more runnable threads than cores one of
+# them is often waiting for a core; after each call OpenBLAS's idle threads
+# spin for a while (measured: a loop of 300x300 products with 5 ms pauses
+# used 1.8 s of CPU with the spinning, 0.9 s without) on the cores the
+# other programs need.  So, like OpenMP's dynamic mode, a CPU stream looks
+# at the machine's load every _LOAD_EVERY seconds, between two operations:
+# the runnable threads of the whole machine (/proc/loadavg) less this
+# process's own (/proc/self/task), the median of the last _LOAD_SAMPLES
+# looks, is what other programs use, and the cores they leave free cap the
+# threads per operation.  set_blas_threads(n) fixes the number instead.
+# Not Linux: no /proc, no cap.
+_LOAD_EVERY = 0.25           # seconds between two looks at the load
+_LOAD_SAMPLES = 3            # looks whose median counts
+_LOAD = {'next': 0.0, 'others': [], 'free': None}
+_LOAD_LOCK = threading.Lock()
+
+
+def _others_running():
+    """Threads of other processes running or ready to run now, or None."""
+    try:
+        with open('/proc/loadavg') as f:
+            running = int(f.read().split()[3].split('/')[0])
+        ours = 0
+        for tid in os.listdir('/proc/self/task'):
+            try:
+                with open(f'/proc/self/task/{tid}/stat') as f:
+                    ours += f.read().rsplit(')', 1)[1].split()[0] == 'R'
+            except OSError:                  # a thread that has just ended
+                pass
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, running - ours)
+
+
+def free_cores():
+    """Cores that other programs left free at the last looks (None before
+    the first look, or where the load cannot be read)."""
+    return _LOAD['free']
+
+
+def _watch_load(now):
+    # Called by a CPU stream's worker between two operations, at most every
+    # _LOAD_EVERY seconds; one worker looks at a time, the others go on.
+    if not _LOAD_LOCK.acquire(blocking=False):
+        return
+    try:
+        _LOAD['next'] = now + _LOAD_EVERY
+        others = _others_running()
+        if others is None:
+            return
+        looks = (_LOAD['others'] + [others])[-_LOAD_SAMPLES:]
+        _LOAD['others'] = looks
+        free = max(1, _cores() - sorted(looks)[len(looks) // 2])
+        if free != _LOAD['free']:
+            _LOAD['free'] = free
+            if _BLAS['fixed'] is None:
+                _share_cores()
+    finally:
+        _LOAD_LOCK.release()
 
 
 def set_blas_threads(n):

@@ -855,9 +855,29 @@ def test_fork_child_gets_working_streams():
 
 
 # --- CPU threads policy ---------------------------------------------------------------------
-def test_blas_threads_policy(threaded):
+@pytest.fixture
+def load(monkeypatch):
+    """The machine's load as the engine sees it, set by the test: a list
+    whose last item ``_others_running`` returns (threads of other
+    programs), and a look at it taken at once."""
+    others = [0]
+    monkeypatch.setattr(engine, '_others_running', lambda: others[-1])
+    monkeypatch.setattr(engine, '_LOAD', {'next': 0.0, 'others': [], 'free': None})
+
+    def look(n, times=engine._LOAD_SAMPLES):
+        others.append(n)
+        for _ in range(times):
+            engine._LOAD['next'] = 0.0
+            engine._watch_load(0.0)
+    yield look
+    monkeypatch.undo()                       # the real load again, then
+    engine._share_cores()                    # the BLAS threads it allows
+
+
+def test_blas_threads_policy(threaded, load):
     if engine.blas_threads() is None:
         pytest.skip('NumPy does not use OpenBLAS here')
+    load(0)                                  # a quiet machine
     engine.stream_for(mx.cpu(0)), engine.stream_for(mx.cpu(1))
     old = engine.set_blas_threads(1)
     try:
@@ -868,6 +888,51 @@ def test_blas_threads_policy(threaded):
         assert engine.blas_threads() == expected
     finally:
         engine.set_blas_threads(old)
+
+
+def test_threads_leave_the_cores_other_programs_use(threaded, load, monkeypatch):
+    monkeypatch.setattr(engine, '_cores', lambda: 4)
+    monkeypatch.setattr(engine, '_STREAMS', {k: s for k, s in engine._STREAMS.items()
+                                             if s.ctx == mx.cpu(0)})
+    old = engine.set_blas_threads(None)
+    try:
+        load(0)
+        assert engine.free_cores() == 4 and engine.cpu_threads() == 4
+        load(3)                              # three busy threads elsewhere
+        assert engine.free_cores() == 1 and engine.cpu_threads() == 1
+        if engine.blas_threads() is not None:
+            assert engine.blas_threads() == 1
+        load(9)                              # more than the cores: still one
+        assert engine.cpu_threads() == 1
+        load(2, times=1)                     # one look does not decide ...
+        assert engine.cpu_threads() == 1
+        load(2, times=1)                     # ... the median of three does
+        assert engine.free_cores() == 2 and engine.cpu_threads() == 2
+        engine.set_blas_threads(3)           # a fixed number is kept
+        load(4)
+        assert engine.cpu_threads() == 3
+    finally:
+        engine.set_blas_threads(old)
+
+
+def test_a_cpu_worker_looks_at_the_load_between_operations(threaded, monkeypatch):
+    looks = []
+    monkeypatch.setattr(engine, '_others_running', lambda: looks.append(1) or 0)
+    monkeypatch.setattr(engine, '_LOAD', {'next': 0.0, 'others': [], 'free': None})
+    x = nd.ones((4, 4))
+    for _ in range(5):
+        x = x + 1
+    nd.waitall()
+    assert len(looks) == 1                   # once, then not before _LOAD_EVERY
+    assert engine._LOAD['next'] > 0 and engine.free_cores() == engine._cores()
+
+
+def test_the_load_is_read_from_proc(threaded):
+    others = engine._others_running()
+    if not os.path.exists('/proc/loadavg'):
+        assert others is None
+    else:
+        assert isinstance(others, int) and others >= 0
 
 
 def test_worker_keeps_no_array_alive(threaded):
