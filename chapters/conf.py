@@ -79,6 +79,10 @@ html_theme_options = {
     "use_download_button": True,
     "show_toc_level": 2,
     "home_page_in_toc": False,
+    # One search field, the sidebar's.  pydata-sphinx-theme (under
+    # sphinx-book-theme) otherwise adds its own to a header bar that holds
+    # nothing else, over the sidebar's.
+    "navbar_persistent": [],
 }
 # pydata-sphinx-theme (under sphinx-book-theme) logs a console error on a
 # reader's first visit unless the default light/dark mode is set.

@@ -27,6 +27,9 @@ What it does
     * math is left unrendered once MathJax has finished: a ``.math`` element
       without MathJax output, a MathJax error, or TeX (``\\(``, ``\\[``,
       ``$...$``, ``$$``, ``\\begin{``) in the visible text outside code;
+    * a page shows not exactly one search field (a search input, or a
+      button that opens the theme's search dialog), or that one does not
+      lead to ``search.html``;
     * the search (``search.html?q=WORD``) does not find a page by a word
       of its text.  The words are picked from the built pages: for each
       page, a word of its prose that no other page's prose has.
@@ -581,6 +584,29 @@ SETTLE_JS = r"""
   }
   out.text = parts.join('');
   out.html = document.documentElement.outerHTML;
+  // The search fields the reader sees: search inputs, and the theme's
+  // buttons that open its search dialog.  The one there should be must
+  // lead to the search page: an input by its form, a button by the input
+  // of the dialog it opens (last: the dialog covers the page).
+  const shown = e => e.checkVisibility({visibilityProperty: true, opacityProperty: true})
+                     && e.getClientRects().length > 0;
+  const fields = Array.from(document.querySelectorAll(
+    'input[type=search], .search-button__button')).filter(shown);
+  const describe = (e, classes) => e.tagName.toLowerCase()
+    + Array.from(e.classList, c => '.' + c).slice(0, classes).join('');
+  out.searchFields = fields.map(e => describe(e) + ' in '
+    + (e.parentElement ? describe(e.parentElement, 1) : 'nothing'));
+  if (fields.length === 1) {
+    let input = fields[0];
+    if (!input.matches('input')) {
+      input.click();
+      await until(() => Array.from(document.querySelectorAll('input[type=search]')).some(shown));
+      input = Array.from(document.querySelectorAll('input[type=search]')).find(shown);
+    }
+    out.searchAction = input && input.form
+      ? new URL(input.form.getAttribute('action') || '', location.href).pathname : null;
+    for (const d of document.querySelectorAll('dialog[open]')) d.close();  // for the screenshot
+  }
   return out;
 })()
 """
@@ -787,7 +813,23 @@ def check_page(browser, server, name, path, expected, current,
                                            current)
     else:
         report.nav_problems = ["the page gave no HTML"]
+    report.other += search_field_problems(settled)
     return report
+
+
+def search_field_problems(settled):
+    """One search field must be visible on a page, and lead to search.html."""
+    fields = settled.get("searchFields")
+    if fields is None:
+        return []             # the page's script failed; reported already
+    if len(fields) != 1:
+        return [f"{len(fields)} visible search fields, not one"
+                + (f": {', '.join(fields)}" if fields else "")]
+    action = settled.get("searchAction") or ""
+    if not action.endswith("/search.html"):
+        return [f"the search field ({fields[0]}) leads to "
+                f"{action or 'no form'}, not search.html"]
+    return []
 
 
 def check_search(browser, server, word, stem):
@@ -818,7 +860,7 @@ def table(reports):
         rows.append((r.name, str(len(r.errors)), f"{n_ok}/{len(r.images)}",
                      ("yes" if not r.math_problems else "NO")
                      + (f" ({r.math_nodes})" if r.math_nodes else ""),
-                     "yes" if not r.nav_problems else "NO"))
+                     "yes" if not (r.nav_problems or r.other) else "NO"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for j, row in enumerate(rows):
