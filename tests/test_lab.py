@@ -17,8 +17,9 @@ over the DevTools protocol by ``tools/book_check.py``'s code; it skips when
 there is no chromium) and checks what a learner first sees: chapter 1's
 notebook as the current tab, not a Launcher; the chapters in the file
 browser, and none of the site's files that share their folder; no toast
-(JupyterLab's news question, an update notice).  Its screenshot is left in
-the test's tmp dir as ``lab.png``.
+(JupyterLab's news question, an update notice); no console error; and the
+chapter's kernel, which the page starts, up and connected to the page.  Its
+screenshot is left in the test's tmp dir as ``lab.png``.
 
 The server gets a configuration folder of its own in the test's tmp dir
 (``JUPYTER_CONFIG_DIR``), so the user's JupyterLab settings and workspaces
@@ -166,6 +167,18 @@ class Lab:
     def note_processes(self):
         """Remember the server and every process under it, as they are now."""
         self.seen |= set(processes_under(self.proc.pid))
+
+    def kernels_started(self):
+        """The kernels, once there is one and none is still starting (at
+        most START_TIMEOUT s).  A kernel stopped while it starts can leave
+        the server hanging on its shutdown."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            kernels = self.api('GET', '/api/kernels')
+            if ((kernels and all(k['execution_state'] != 'starting' for k in kernels))
+                    or time.monotonic() > deadline):
+                return kernels
+            time.sleep(0.2)
 
     def stop_sessions(self):
         """Close every session (a notebook's kernel) through the API, as
@@ -445,8 +458,10 @@ def test_lab_opens_on_chapter_one(browser, lab, tmp_path):
                                              'quiet_ms': QUIET_S * 1000},
                             timeout=PAGE_TIMEOUT + QUIET_S + 10)
         tab.screenshot(tmp_path / 'lab.png')
+        kernels = lab.kernels_started()      # the chapter's, which the page started
         problems += tab.console_errors(f'http://127.0.0.1:{lab.port}')
-    seen = f'{page}\nconsole: {problems}\nscreenshot: {tmp_path / "lab.png"}'
+    seen = (f'{page}\nkernels: {kernels}\nconsole: {problems}\n'
+            f'screenshot: {tmp_path / "lab.png"}')
     assert page['ready'], 'the page never showed a tab and the file browser\n' + seen
     assert page['current'] == [CHAPTER] and page['notebooks'] == 1, seen
     assert page['launchers'] == 0, seen
@@ -457,5 +472,8 @@ def test_lab_opens_on_chapter_one(browser, lab, tmp_path):
     assert not site & set(page['files']), seen
     assert page['toasts'] == [], seen
     assert problems == [], seen          # console errors, requests leaving 127.0.0.1
-    lab.stop_sessions()                  # the chapter's kernel, which the page started
+    # the page started the chapter's kernel and talks to it
+    assert [(k['execution_state'], k['connections'] > 0) for k in kernels] == [
+        ('idle', True)], seen
+    lab.stop_sessions()
     lab.shut_down()
