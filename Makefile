@@ -135,10 +135,12 @@ book-check: $(STAMP)
 	$(BIN)/python tools/book_check.py _build/html --book book.yml \
 	  --screenshots _build/screenshots
 
+# JupyterLab on chapters/, opened on chapter 1, with the site's files hidden
+# and no news or update check: see lab/jupyter_lab_config.py.
 # tests/test_lab.py runs this very command (it reads it from `make -n lab`)
 # with NO_BROWSER=1, a free LAB_PORT and LAB_ARGS binding only 127.0.0.1.
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=chapters --port=$(strip $(LAB_PORT)) \
+	$(BIN)/jupyter lab --config=lab/jupyter_lab_config.py --port=$(strip $(LAB_PORT)) \
 	  $(ALLOW_ROOT) $(NO_BROWSER_FLAG) $(LAB_ARGS)
 
 # Re-executes the notebooks in place, one by one (cells time out after

@@ -13,8 +13,6 @@ from this checkout.
 from __future__ import annotations
 
 import datetime
-import json
-import re
 import sys
 from pathlib import Path
 
@@ -79,6 +77,10 @@ html_theme_options = {
     "use_download_button": True,
     "show_toc_level": 2,
     "home_page_in_toc": False,
+    # One search field, the sidebar's.  pydata-sphinx-theme (under
+    # sphinx-book-theme) otherwise adds its own to a header bar that holds
+    # nothing else, over the sidebar's.
+    "navbar_persistent": [],
 }
 # pydata-sphinx-theme (under sphinx-book-theme) logs a console error on a
 # reader's first visit unless the default light/dark mode is set.
@@ -88,25 +90,7 @@ html_favicon = "_static/favicon.svg"
 html_show_sourcelink = False
 html_last_updated_fmt = None
 
-# nbval's comment markers (`# NBVAL_IGNORE_OUTPUT`, `# NBVAL_CHECK_OUTPUT`,
-# ...) tell the tests how to compare a cell; readers of the site need not
-# see them, so they are dropped from the code the book shows.
-NBVAL_MARKER = re.compile(r"^# NBVAL_[A-Z_]+[ \t]*(\n|$)", re.M)
-
-
-def hide_nbval_markers(app, docname, source):
-    if not str(app.env.doc2path(docname)).endswith(".ipynb"):
-        return
-    nb = json.loads(source[0])
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            text = "".join(cell["source"])
-            cell["source"] = NBVAL_MARKER.sub("", text)
-    source[0] = json.dumps(nb)
-
-
 def setup(app):
-    app.connect("source-read", hide_nbval_markers)
     log = logging.getLogger(__name__)
     for page in BOOK.pages:
         if not page_exists(page):

@@ -225,9 +225,12 @@ setTimeout(() => {
 </script></body></html>'''
 
 
-def _page(nav, body):
-    return (f'<html><head><link rel="icon" href="data:,"></head><body>{nav}'
-            f'<article>{body}</article></body></html>')
+_SEARCH_FIELD = '<form action="search.html"><input type="search" name="q"></form>'
+
+
+def _page(nav, body, search=_SEARCH_FIELD):
+    return (f'<html><head><link rel="icon" href="data:,"></head><body>{search}'
+            f'{nav}<article>{body}</article></body></html>')
 
 
 def _fake_site(root, broken=False):
@@ -236,14 +239,19 @@ def _fake_site(root, broken=False):
     links = [('a.html', '1. Alpha', 'Part I: One'), ('b.html', '2. Beta', 'Part I: One')]
     if broken:
         links = [('b.html', '1. Beta', 'Part I: One'), ('a.html', 'Alpha', 'Part I: One')]
-    (root / 'index.html').write_text(_page(_nav(*links), '<h1>Book</h1>'))
+    # broken: a second search field on the index, b's leads elsewhere
+    index_search = 2 * _SEARCH_FIELD if broken else _SEARCH_FIELD
+    b_search = _SEARCH_FIELD.replace('search.html', 'a.html') if broken else _SEARCH_FIELD
+    (root / 'index.html').write_text(_page(_nav(*links), '<h1>Book</h1>',
+                                           search=index_search))
     a_body = '<p>Alpha has a camel.</p><img src="pic.png">'
     b_body = '<p>Beta has a zebra.</p>'
     if broken:
         a_body += ('<img src="missing.png"><script>undefinedFunction()</script>'
                    r'<p>Math: <span class="math">\(x^2\)</span> and $y$.</p>')
     (root / 'a.html').write_text(_page(_nav(*links, current='a.html'), a_body))
-    (root / 'b.html').write_text(_page(_nav(*links, current='b.html'), b_body))
+    (root / 'b.html').write_text(_page(_nav(*links, current='b.html'), b_body,
+                                       search=b_search))
     (root / 'search.html').write_text(_SEARCH)
     book = root.parent / 'book.yml'
     book.write_text('title: Fake\nparts:\n  - title: One\n    chapters: [a, b]\n')
@@ -286,6 +294,8 @@ def test_check_finds_what_is_broken(tmp_path):
     assert 'index, a, b: navigation order differs from book.yml' in text
     assert "index, a, b: navigation entry 2 (a) is 'Alpha', not numbered" in text
     assert "search for 'zebra' does not find a" in text
+    assert 'index: 2 visible search fields, not one: input in form, ' in text
+    assert 'b: the search field (input in form) leads to /a.html' in text
 
 
 @needs_chromium

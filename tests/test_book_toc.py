@@ -110,25 +110,3 @@ def test_sphinx_numbers_the_chapters_across_parts(tmp_path):
         assert '<h1>Page z' in z and '<title>Page z' in z     # unnumbered
         # the next build finds nothing changed but the navigation's numbers
         (tmp_path / 'src' / 'c.md').touch()
-
-
-def test_the_book_shows_code_cells_without_nbval_markers():
-    import importlib.util
-    import json
-    spec = importlib.util.spec_from_file_location(
-        'book_conf', TOOLS.parent / 'chapters' / 'conf.py')
-    conf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conf)
-
-    class App:                     # the one thing the hook asks Sphinx
-        class env:
-            doc2path = staticmethod(lambda name: Path(f'/book/{name}.ipynb'))
-    cells = [{'cell_type': 'code', 'source': ['# NBVAL_IGNORE_OUTPUT\n', 'x = 1\n',
-                                              '# NBVAL_SKIP is only a comment here']},
-             {'cell_type': 'code', 'source': '# NBVAL_CHECK_OUTPUT\nx'},
-             {'cell_type': 'markdown', 'source': '# NBVAL_RAISES_EXCEPTION'}]
-    source = [json.dumps({'cells': cells})]
-    conf.hide_nbval_markers(App, 'chapter', source)
-    shown = [c['source'] for c in json.loads(source[0])['cells']]
-    assert shown == ['x = 1\n# NBVAL_SKIP is only a comment here', 'x',
-                     '# NBVAL_RAISES_EXCEPTION']

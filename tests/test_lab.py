@@ -12,6 +12,19 @@ print what the notebook has committed.  Then the session and the
 server are shut down through the API, and no process they started may be
 left.
 
+A second test loads the URL the server prints in headless chromium (driven
+over the DevTools protocol by ``tools/book_check.py``'s code; it skips when
+there is no chromium) and checks what a learner first sees: chapter 1's
+notebook as the current tab, not a Launcher; the chapters in the file
+browser, and none of the site's files that share their folder; no toast
+(JupyterLab's news question, an update notice); no console error; and the
+chapter's kernel, which the page starts, up and connected to the page.  Its
+screenshot is left in the test's tmp dir as ``lab.png``.
+
+The server gets a configuration folder of its own in the test's tmp dir
+(``JUPYTER_CONFIG_DIR``), so the user's JupyterLab settings and workspaces
+neither change what it shows nor are written to.
+
 The kernel runs in this test's mode: the server gets this process's
 environment (``D2LMINI_DATA``; in ``make test-gpu-standin`` the stand-in's
 variables) and ``PYTHONPATH`` with this checkout first.
@@ -41,6 +54,9 @@ import pytest
 
 from conftest import child_pythonpath
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
+import book_check                      # noqa: E402  (headless chromium, DevTools)
+
 if importlib.util.find_spec('jupyterlab') is None:    # (importing it takes seconds)
     pytest.skip('JupyterLab is not installed (make install, or pip install -e .[dev])',
                 allow_module_level=True)
@@ -52,6 +68,8 @@ CHAPTER = '01_ndarray.ipynb'               # runs in a few seconds
 START_TIMEOUT = 90                         # s for the server to answer
 CELL_TIMEOUT = 120                         # s of kernel silence, as NB_TIMEOUT
 EXIT_TIMEOUT = 30                          # s for the server to exit
+PAGE_TIMEOUT = 90                          # s for JupyterLab's page to show the chapter
+QUIET_S = 3                                # s after that without a toast
 
 
 # --- the server ----------------------------------------------------------------
@@ -87,6 +105,7 @@ class Lab:
             PYTHONPATH=child_pythonpath(REPO),
             JUPYTER_TOKEN=self.token,          # kept out of the command line
             JUPYTER_RUNTIME_DIR=str(tmp_path / 'runtime'),   # connection files
+            JUPYTER_CONFIG_DIR=str(tmp_path / 'config'),     # settings, workspaces
             IPYTHONDIR=str(tmp_path / 'ipython'))             # the kernel's history
         self.log_path = tmp_path / 'lab.log'
         self.proc = None
@@ -125,6 +144,13 @@ class Lab:
     def log(self):
         return self.log_path.read_text(errors='replace')
 
+    def url(self):
+        """The URL the server prints for the user (and opens in a browser),
+        with the token: the page a learner starts on."""
+        found = re.search(rf'http://127\.0\.0\.1:{self.port}(/\S*?)\?token=', self.log())
+        assert found, f'no URL of the server in its log:\n{self.log()}'
+        return f'http://127.0.0.1:{self.port}{found[1]}?token={self.token}'
+
     def api(self, method, path, body=None, token=True, timeout=30):
         """The decoded JSON answer to a request (None when it has no body)."""
         request = urllib.request.Request(
@@ -141,6 +167,36 @@ class Lab:
     def note_processes(self):
         """Remember the server and every process under it, as they are now."""
         self.seen |= set(processes_under(self.proc.pid))
+
+    def kernels_started(self):
+        """The kernels, once there is one and none is still starting (at
+        most START_TIMEOUT s).  A kernel stopped while it starts can leave
+        the server hanging on its shutdown."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            kernels = self.api('GET', '/api/kernels')
+            if ((kernels and all(k['execution_state'] != 'starting' for k in kernels))
+                    or time.monotonic() > deadline):
+                return kernels
+            time.sleep(0.2)
+
+    def stop_sessions(self):
+        """Close every session (a notebook's kernel) through the API, as
+        closing a notebook in the page does, and wait until each kernel has
+        stopped: no kernel may be left."""
+        self.note_processes()
+        for session in self.api('GET', '/api/sessions'):
+            self.api('DELETE', f'/api/sessions/{session["id"]}', timeout=START_TIMEOUT)
+        assert self.api('GET', '/api/kernels') == []
+
+    def shut_down(self):
+        """Shut the server down through the API: it must exit cleanly and
+        leave none of its processes (kernels among them) running."""
+        self.note_processes()
+        self.api('POST', '/api/shutdown')
+        assert self.proc.wait(EXIT_TIMEOUT) == 0, self.log()
+        assert running(self.seen) == [], (
+            f'left running after the shutdown (pid, start time): {running(self.seen)}')
 
     def kill(self):
         """Kill what is left of the server and its processes (by pid)."""
@@ -332,11 +388,90 @@ def test_lab_opens_and_runs_a_chapter(lab):
     finally:
         kernel.close()
 
-    lab.api('DELETE', f'/api/sessions/{session["id"]}')
-    assert lab.api('GET', '/api/kernels') == []
+    lab.stop_sessions()
+    lab.shut_down()
 
-    lab.note_processes()
-    lab.api('POST', '/api/shutdown')
-    assert lab.proc.wait(EXIT_TIMEOUT) == 0, lab.log()
-    assert running(lab.seen) == [], (
-        f'left running after the shutdown (pid, start time): {running(lab.seen)}')
+
+# --- the page, in headless chromium ----------------------------------------------
+
+def _chromium():
+    """(chromium's path, None) or (None, why there is none)."""
+    try:
+        return book_check.find_chromium(), None
+    except book_check.CheckError as e:
+        return None, str(e)
+
+
+CHROMIUM, NO_CHROMIUM = _chromium()
+
+# Waits (up to budget_ms) until JupyterLab shows a tab in its main area, a
+# notebook's cells or a Launcher there, and the file browser's listing; then
+# QUIET_S more for a toast, which comes once the app has restored; then
+# describes the page.
+FIRST_PAGE_JS = r"""
+(async () => {
+  const deadline = Date.now() + %(budget_ms)d;
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  const all = s => Array.from(document.querySelectorAll(s));
+  const shown = e => e.checkVisibility({visibilityProperty: true}) && e.getClientRects().length > 0;
+  const texts = s => all(s).filter(shown).map(e => e.textContent.trim());
+  const ready = () => texts('#jp-main-dock-panel .lm-TabBar-tabLabel').length
+    && (all('.jp-NotebookPanel .jp-Cell').some(shown) || all('.jp-Launcher').some(shown))
+    && texts('.jp-DirListing-itemText').length;
+  while (!ready() && Date.now() < deadline) await sleep(100);
+  const ok = !!ready();
+  if (ok) await sleep(%(quiet_ms)d);
+  return {
+    ready: ok,
+    current: texts('#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel'),
+    tabs: texts('#jp-main-dock-panel .lm-TabBar-tabLabel'),
+    notebooks: all('.jp-NotebookPanel').filter(shown).length,
+    launchers: all('.jp-Launcher').filter(shown).length,
+    files: texts('.jp-DirListing-itemText'),
+    toasts: texts('.Toastify__toast'),
+  };
+})()
+"""
+
+
+@pytest.fixture
+def browser():
+    if CHROMIUM is None:
+        pytest.skip(f'the page is checked in headless chromium: {NO_CHROMIUM}')
+    browser = book_check.Browser(CHROMIUM)
+    try:
+        browser.start()
+        yield browser
+    finally:
+        browser.close()
+
+
+# (browser before lab: without chromium the test skips before starting a server)
+def test_lab_opens_on_chapter_one(browser, lab, tmp_path):
+    url = lab.url()
+    assert url.split('?')[0].endswith(f'/lab/tree/{CHAPTER}'), url
+    with book_check.Tab(browser) as tab:
+        problems = tab.load(url, timeout=PAGE_TIMEOUT)
+        page = tab.evaluate(FIRST_PAGE_JS % {'budget_ms': PAGE_TIMEOUT * 1000,
+                                             'quiet_ms': QUIET_S * 1000},
+                            timeout=PAGE_TIMEOUT + QUIET_S + 10)
+        tab.screenshot(tmp_path / 'lab.png')
+        kernels = lab.kernels_started()      # the chapter's, which the page started
+        problems += tab.console_errors(f'http://127.0.0.1:{lab.port}')
+    seen = (f'{page}\nkernels: {kernels}\nconsole: {problems}\n'
+            f'screenshot: {tmp_path / "lab.png"}')
+    assert page['ready'], 'the page never showed a tab and the file browser\n' + seen
+    assert page['current'] == [CHAPTER] and page['notebooks'] == 1, seen
+    assert page['launchers'] == 0, seen
+    # every chapter; none of the site's files: Sphinx's conf.py and _static/, the pages
+    chapters = {p.name for p in (REPO / 'chapters').glob('*.ipynb')}
+    site = {'conf.py', '_static', *(p.name for p in (REPO / 'chapters').glob('*.md'))}
+    assert chapters <= set(page['files']), seen
+    assert not site & set(page['files']), seen
+    assert page['toasts'] == [], seen
+    assert problems == [], seen          # console errors, requests leaving 127.0.0.1
+    # the page started the chapter's kernel and talks to it
+    assert [(k['execution_state'], k['connections'] > 0) for k in kernels] == [
+        ('idle', True)], seen
+    lab.stop_sessions()
+    lab.shut_down()

@@ -27,6 +27,9 @@ What it does
     * math is left unrendered once MathJax has finished: a ``.math`` element
       without MathJax output, a MathJax error, or TeX (``\\(``, ``\\[``,
       ``$...$``, ``$$``, ``\\begin{``) in the visible text outside code;
+    * a page shows not exactly one search field (a search input, or a
+      button that opens the theme's search dialog), or that one does not
+      lead to ``search.html``;
     * the search (``search.html?q=WORD``) does not find a page by a word
       of its text.  The words are picked from the built pages: for each
       page, a word of its prose that no other page's prose has.
@@ -581,6 +584,29 @@ SETTLE_JS = r"""
   }
   out.text = parts.join('');
   out.html = document.documentElement.outerHTML;
+  // The search fields the reader sees: search inputs, and the theme's
+  // buttons that open its search dialog.  The one there should be must
+  // lead to the search page: an input by its form, a button by the input
+  // of the dialog it opens (last: the dialog covers the page).
+  const shown = e => e.checkVisibility({visibilityProperty: true, opacityProperty: true})
+                     && e.getClientRects().length > 0;
+  const fields = Array.from(document.querySelectorAll(
+    'input[type=search], .search-button__button')).filter(shown);
+  const describe = (e, classes) => e.tagName.toLowerCase()
+    + Array.from(e.classList, c => '.' + c).slice(0, classes).join('');
+  out.searchFields = fields.map(e => describe(e) + ' in '
+    + (e.parentElement ? describe(e.parentElement, 1) : 'nothing'));
+  if (fields.length === 1) {
+    let input = fields[0];
+    if (!input.matches('input')) {
+      input.click();
+      await until(() => Array.from(document.querySelectorAll('input[type=search]')).some(shown));
+      input = Array.from(document.querySelectorAll('input[type=search]')).find(shown);
+    }
+    out.searchAction = input && input.form
+      ? new URL(input.form.getAttribute('action') || '', location.href).pathname : null;
+    for (const d of document.querySelectorAll('dialog[open]')) d.close();  // for the screenshot
+  }
   return out;
 })()
 """
@@ -640,50 +666,83 @@ def _is_local(url, origin):
             or url.startswith("chrome"))
 
 
-def visit(browser, url, origin, search=False, screenshot=None):
-    """Load ``url`` in a fresh tab; returns (settle result dict, errors)."""
-    target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-    session = browser.send("Target.attachToTarget",
-                           {"targetId": target, "flatten": True})["sessionId"]
-    try:
-        for method in ("Page.enable", "Runtime.enable", "Log.enable",
-                       "Network.enable"):
-            browser.send(method, session=session)
-        browser.send("Network.setCacheDisabled", {"cacheDisabled": True},
-                     session=session)
-        browser.send("Emulation.setDeviceMetricsOverride",
-                     {"width": VIEWPORT[0], "height": VIEWPORT[1],
-                      "deviceScaleFactor": 1, "mobile": False}, session=session)
-        browser.drain(session)
-        nav = browser.send("Page.navigate", {"url": url}, session=session)
+class ScriptError(CheckError):
+    """A script the check ran in a page threw."""
+
+
+class Tab:
+    """A fresh tab of ``browser`` at ``VIEWPORT`` (``with Tab(browser) as
+    tab:``), its console, log and network events recorded, closed on exit.
+    ``tools/book_check.py`` loads each page of the book in one;
+    ``tests/test_lab.py`` loads JupyterLab in one."""
+
+    def __init__(self, browser):
+        self.browser = browser
+        self.target = self.session = None
+
+    def __enter__(self):
+        self.target = self.browser.send(
+            "Target.createTarget", {"url": "about:blank"})["targetId"]
+        try:
+            self.session = self.browser.send(
+                "Target.attachToTarget",
+                {"targetId": self.target, "flatten": True})["sessionId"]
+            for method in ("Page.enable", "Runtime.enable", "Log.enable",
+                           "Network.enable"):
+                self.send(method)
+            self.send("Network.setCacheDisabled", {"cacheDisabled": True})
+            self.send("Emulation.setDeviceMetricsOverride",
+                      {"width": VIEWPORT[0], "height": VIEWPORT[1],
+                       "deviceScaleFactor": 1, "mobile": False})
+        except BaseException:
+            self.__exit__()
+            raise
+        self.browser.drain(self.session)
+        return self
+
+    def __exit__(self, *exc):
+        with contextlib.suppress(CheckError):
+            self.browser.send("Target.closeTarget", {"targetId": self.target})
+
+    def send(self, method, params=None, timeout=PAGE_TIMEOUT):
+        return self.browser.send(method, params, session=self.session,
+                                 timeout=timeout)
+
+    def load(self, url, timeout=PAGE_TIMEOUT):
+        """Go to ``url`` and wait for its load event; what went wrong
+        (a list of messages, empty when nothing did)."""
+        nav = self.send("Page.navigate", {"url": url})
         errors = []
         if nav.get("errorText"):
             errors.append(f"navigation failed: {nav['errorText']}")
-        loaded = browser.wait_event("Page.loadEventFired", session)
-        if loaded is None:
-            errors.append(f"no load event within {PAGE_TIMEOUT:.0f} s")
-        result = browser.send(
-            "Runtime.evaluate",
-            {"expression": SETTLE_JS % {"budget_ms": int(PAGE_TIMEOUT * 700),
-                                        "search": "true" if search else "false"},
-             "awaitPromise": True, "returnByValue": True},
-            session=session, timeout=PAGE_TIMEOUT)
+        if self.browser.wait_event("Page.loadEventFired", self.session,
+                                   timeout) is None:
+            errors.append(f"no load event within {timeout:.0f} s")
+        return errors
+
+    def evaluate(self, expression, timeout=PAGE_TIMEOUT):
+        """The value of the JavaScript ``expression`` (a promise is
+        awaited); ScriptError when it throws."""
+        result = self.send("Runtime.evaluate",
+                           {"expression": expression, "awaitPromise": True,
+                            "returnByValue": True}, timeout=timeout)
         if "exceptionDetails" in result:
-            errors.append("the check's own script failed in the page: "
-                          + str(result["exceptionDetails"].get("text")))
-            settled = {}
-        else:
-            settled = result.get("result", {}).get("value") or {}
-        if screenshot is not None:
-            shot = browser.send("Page.captureScreenshot", {"format": "png"},
-                                session=session)
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            screenshot.write_bytes(base64.b64decode(shot["data"]))
+            raise ScriptError(str(result["exceptionDetails"].get("text")))
+        return result.get("result", {}).get("value")
+
+    def screenshot(self, path):
+        shot = self.send("Page.captureScreenshot", {"format": "png"})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(shot["data"]))
+
+    def console_errors(self, origin):
+        """The console errors, failed loads and requests that leave
+        ``origin`` since the tab opened (or since the last call)."""
         # late events (a failing image, a console error while settling)
         with contextlib.suppress(CheckError):
-            browser.send("Runtime.evaluate", {"expression": "1"}, session=session)
-        requests, failed_urls = {}, set()
-        for event in browser.drain(session):
+            self.send("Runtime.evaluate", {"expression": "1"})
+        errors, requests, failed_urls = [], {}, set()
+        for event in self.browser.drain(self.session):
             method, p = event["method"], event.get("params", {})
             if method == "Network.requestWillBeSent":
                 req_url = p.get("request", {}).get("url", "")
@@ -709,10 +768,23 @@ def visit(browser, url, origin, search=False, screenshot=None):
                         and e.get("url") in failed_urls):
                     continue      # the same failed request, already reported
                 errors.append(message)
-        return settled, list(dict.fromkeys(errors))
-    finally:
-        with contextlib.suppress(CheckError):
-            browser.send("Target.closeTarget", {"targetId": target})
+        return list(dict.fromkeys(errors))
+
+
+def visit(browser, url, origin, search=False, screenshot=None):
+    """Load ``url`` in a fresh tab; returns (settle result dict, errors)."""
+    with Tab(browser) as tab:
+        errors = tab.load(url)
+        try:
+            settled = tab.evaluate(
+                SETTLE_JS % {"budget_ms": int(PAGE_TIMEOUT * 700),
+                             "search": "true" if search else "false"}) or {}
+        except ScriptError as e:
+            errors.append(f"the check's own script failed in the page: {e}")
+            settled = {}
+        if screenshot is not None:
+            tab.screenshot(screenshot)
+        return settled, list(dict.fromkeys(errors + tab.console_errors(origin)))
 
 
 def check_page(browser, server, name, path, expected, current,
@@ -741,7 +813,23 @@ def check_page(browser, server, name, path, expected, current,
                                            current)
     else:
         report.nav_problems = ["the page gave no HTML"]
+    report.other += search_field_problems(settled)
     return report
+
+
+def search_field_problems(settled):
+    """One search field must be visible on a page, and lead to search.html."""
+    fields = settled.get("searchFields")
+    if fields is None:
+        return []             # the page's script failed; reported already
+    if len(fields) != 1:
+        return [f"{len(fields)} visible search fields, not one"
+                + (f": {', '.join(fields)}" if fields else "")]
+    action = settled.get("searchAction") or ""
+    if not action.endswith("/search.html"):
+        return [f"the search field ({fields[0]}) leads to "
+                f"{action or 'no form'}, not search.html"]
+    return []
 
 
 def check_search(browser, server, word, stem):
@@ -772,7 +860,7 @@ def table(reports):
         rows.append((r.name, str(len(r.errors)), f"{n_ok}/{len(r.images)}",
                      ("yes" if not r.math_problems else "NO")
                      + (f" ({r.math_nodes})" if r.math_nodes else ""),
-                     "yes" if not r.nav_problems else "NO"))
+                     "yes" if not (r.nav_problems or r.other) else "NO"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for j, row in enumerate(rows):
