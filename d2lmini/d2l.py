@@ -1243,8 +1243,8 @@ def _this_package_first(env):
 class ps_job:
     """Start a parameter-server job by hand: the scheduler, the servers
     and the workers, each running ``argv`` with its :func:`dmlc_env`, in
-    ``cwd``, in a session of its own, with its output in
-    :func:`ps_log`\\ ``(log_dir, name)``.  ``env`` is added to every
+    ``cwd`` (default ``log_dir``), in a session of its own, with its output
+    in the file ``ps_log(log_dir, name)``.  ``env`` is added to every
     process's environment; with ``hosts`` (objects with ``addr`` and
     ``popen``, such as ``tests/netns.py``'s), process ``i`` runs on
     ``hosts[i]`` and announces its address.  The ``with`` block gets
