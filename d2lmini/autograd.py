@@ -16,6 +16,7 @@ __all__ = ['record', 'pause', 'train_mode', 'predict_mode', 'is_recording',
            'is_training', 'set_recording', 'set_training', 'backward', 'grad',
            'mark_variables', 'Function', 'NDArray']
 
+from . import engine as _engine
 from .base import MXNetError
 
 _STATE = [False, False]          # [recording, training]; a list: hot paths read it
@@ -260,16 +261,16 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     if isinstance(heads, NDArray):
         heads = [heads]
         head_grads = None if head_grads is None else [head_grads]
-    with _Scope(None, train_mode):
+    with _Scope(None, train_mode), _engine.backward_pass():   # (for a Trace)
         result = _run_backward(heads, head_grads, retain_graph, False)
-    for a, g in result.values():
-        leaf = a._node
-        if isinstance(leaf, Leaf) and a._grad is not None:
-            if leaf.grad_req == 'write':
-                a._grad[:] = g
-            elif leaf.grad_req == 'add':
-                a._grad += g
-            leaf.fresh = True
+        for a, g in result.values():
+            leaf = a._node
+            if isinstance(leaf, Leaf) and a._grad is not None:
+                if leaf.grad_req == 'write':
+                    a._grad[:] = g
+                elif leaf.grad_req == 'add':
+                    a._grad += g
+                leaf.fresh = True
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
@@ -294,9 +295,10 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
                              f'in the recorded graph. Call attach_grad() on it '
                              f'before autograd.record().')
     wanted = {id(v) for v in variables}
-    with _Scope(None, train_mode):
+    with _Scope(None, train_mode), _engine.backward_pass():
         result = _run_backward(heads, head_grads, retain_graph, create_graph, wanted)
-    out = [result[id(v)][1] if id(v) in result else zeros_like(v) for v in variables]
+        out = [result[id(v)][1] if id(v) in result else zeros_like(v)
+               for v in variables]
     return out[0] if single else out
 
 

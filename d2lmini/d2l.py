@@ -1136,3 +1136,401 @@ def resnet18(num_classes):
             resnet_block(512, 2))
     net.add(nn.GlobalAvgPool2D(), nn.Dense(num_classes))
     return net
+
+
+# === chapters 9-14 helpers ======================================================
+# What the multi-device and distributed chapters use but do not teach: the
+# plots of their timelines and diagrams, and the code that starts a job's
+# processes, waits for them and always stops them.
+_PASS_COLORS = {'forward': 'tab:orange', 'backward': 'tab:blue',
+                'copy': 'tab:red'}
+
+
+def trace_passes(trace, ctx):
+    """``(name, start, end, kind)`` of each operation ``trace`` holds on
+    ``ctx``: ``'copy'`` for a copy between devices (``copyto``),
+    ``'backward'`` for an operation that autograd's backward pass pushed
+    (``trace.spans(ctx, backward=True)``), ``'forward'`` for any other, which
+    in a trace of forward and backward passes is the forward pass.
+
+    Examples
+    --------
+    >>> with mx.engine.Trace() as tr:
+    ...     with autograd.record():
+    ...         l = net(X).sum()
+    ...     l.backward()
+    >>> [k for _, _, _, k in d2l.trace_passes(tr, mx.cpu(0))]
+    ['forward', 'forward', 'backward', ...]
+    """
+    return [(name, start, end, 'copy' if name == 'copyto' else
+             'backward' if backward else 'forward')
+            for _, name, start, end, backward in trace.spans(ctx, backward=True)]
+
+
+def plot_passes(trace, devices, ax=None, title=None, legend=True):
+    """A timeline of an engine trace: one row per device, one bar per
+    operation, coloured by :func:`trace_passes` (forward, backward, copy).
+
+    Examples
+    --------
+    >>> with mx.engine.Trace() as tr:
+    ...     forward_backward(net, X, y)
+    >>> d2l.plot_passes(tr, [mx.cpu(0), mx.cpu(1)], title='one step')
+    """
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.65 * len(devices) + 0.4))
+    for row, dev in enumerate(devices):
+        bars = {}
+        for _, start, end, kind in trace_passes(trace, dev):
+            bars.setdefault(kind, []).append((start * 1e3, (end - start) * 1e3))
+        for kind, spans in bars.items():
+            ax.broken_barh(spans, (row - 0.4, 0.8), color=_PASS_COLORS[kind],
+                           label=kind)
+    ax.set_yticks(range(len(devices)), [str(d) for d in devices])
+    ax.set_xlabel('time (ms)')
+    if legend:
+        handles = [plt.Rectangle((0, 0), 1, 1, color=c)
+                   for c in _PASS_COLORS.values()]
+        ax.legend(handles, list(_PASS_COLORS), loc='center left',
+                  bbox_to_anchor=(1, 0.5), fontsize='small')
+    if title:
+        ax.set_title(title, fontsize='medium', loc='left')
+    return ax
+
+
+def draw_cluster(num_workers=4, num_servers=2):
+    """The processes of a parameter-server job (chapter 11): workers, which
+    push gradients to and pull weights from every server (solid lines), and
+    the scheduler, which sees only control messages (dotted).
+
+    Examples
+    --------
+    >>> fig = d2l.draw_cluster(num_workers=4, num_servers=2)
+    """
+    fig, ax = _plt().subplots(figsize=(6, 2.6))
+
+    def box(x, y, text, color):
+        ax.text(x, y, text, ha='center', va='center', fontsize=8,
+                bbox=dict(boxstyle='round', fc=color, ec='gray'))
+    xs_w = np.linspace(0.1, 0.9, num_workers)
+    xs_s = np.linspace(0.3, 0.7, num_servers)
+    for xw in xs_w:
+        for xs in xs_s:                           # data: push and pull
+            ax.plot([xw, xs], [0.15, 0.55], color='tab:blue', lw=1)
+        ax.plot([xw, 0.93], [0.15, 0.9], ':', color='gray', lw=0.8)
+    for xs in xs_s:                               # control only
+        ax.plot([xs, 0.93], [0.55, 0.9], ':', color='gray', lw=0.8)
+    for i, xw in enumerate(xs_w):
+        box(xw, 0.15, f'worker {i}\ndata, gradients', '#e8f0fe')
+    for j, xs in enumerate(xs_s):
+        box(xs, 0.55, f'server {j}\nits keys', '#fde8e8')
+    box(0.93, 0.9, 'scheduler', '#eeeeee')
+    ax.text(0.05, 0.42, 'push gradients\npull weights', fontsize=8,
+            color='tab:blue')
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1)
+    ax.axis('off')
+    return fig
+
+
+def draw_ring(history, n):
+    """The steps of a ring allreduce on ``n`` ranks, one panel each
+    (chapter 13).  ``history`` is a list of ``(phase, moves, holds)``:
+    the phase's name, the ``(sender, receiver, chunk)`` messages of the
+    step, and, after it, ``holds[rank][chunk]``, the set of ranks whose
+    contributions that chunk of that rank holds.  Each rank is a row of
+    ``n`` squares, one per chunk, darker and numbered by how many ranks
+    it holds; each message an arrow in its chunk's colour.
+
+    Examples
+    --------
+    >>> _, history = simulate_ring(arrays)     # chapter 13's simulation
+    >>> fig = d2l.draw_ring(history, 4)
+    """
+    plt = _plt()
+    colors = plt.cm.tab10(np.arange(n))
+    fig, axes = plt.subplots(2, n, figsize=(2.2 * n, 4.6))
+    angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n
+    pos = np.stack([np.cos(angle), np.sin(angle)], axis=1)
+    w = 0.26                                     # side of one chunk
+    steps = {'reduce-scatter': 0, 'all-gather': 0}
+    for ax in axes.flat:
+        ax.set_xlim(-1.7, 1.7)
+        ax.set_ylim(-1.6, 1.5)
+        ax.set_aspect('equal')
+        ax.axis('off')
+    for ax, (phase, moves, holds) in zip(axes.flat, history):
+        if phase in steps:
+            steps[phase] += 1
+            phase = f'{phase}, step {steps[phase]}'
+        ax.set_title(phase, fontsize=9)
+        for src, dst, c in moves:
+            p, q = pos[src], pos[dst]
+            ax.annotate('', xy=p + 0.72 * (q - p), xytext=p + 0.28 * (q - p),
+                        arrowprops=dict(arrowstyle='-|>', color=colors[c],
+                                        lw=2))
+        for r, (x, y) in enumerate(pos):
+            for c in range(n):
+                k = len(holds[r][c])
+                x0 = x - n * w / 2 + c * w
+                ax.add_patch(plt.Rectangle((x0, y - w / 2), w, w,
+                                           fc=colors[c], ec='black', lw=0.5,
+                                           alpha=0.15 + 0.85 * k / n))
+                ax.text(x0 + w / 2, y, str(k), ha='center', va='center',
+                        fontsize=7, fontweight='bold' if k == n else None)
+            ax.text(x, y - w / 2 - 0.05, f'rank {r}', ha='center', va='top',
+                    fontsize=8)
+    axes[1, n - 1].text(0, 0, 'number in a chunk:\nranks summed in it\n\n'
+                        'arrow: a message,\nin the colour of\nits chunk',
+                        ha='center', va='center', fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_collectives(traces, num_steps, step):
+    """Horovod timelines (chapter 13): a row of two plots per trace.
+
+    ``traces`` maps a title to ``{rank: events}``, the complete (``'X'``)
+    events of each rank's ``HOROVOD_TIMELINE`` file.  On the left the whole
+    run, a bar per broadcast (grey) and allreduce (blue), each at least
+    1.5 ms wide so that it shows; on the right the allreduces of step
+    ``step`` (from 1) of the ``num_steps`` the run took, magnified.
+
+    Examples
+    --------
+    >>> fig = d2l.plot_collectives({'fused': events}, num_steps=10, step=5)
+    """
+    def bars(ax, events, cat, zero, color, label=None, least=0.0, **kw):
+        for rank, evs in events.items():
+            spans = [((e['ts'] - zero) / 1e3, max(e['dur'] / 1e3, least))
+                     for e in evs if e['cat'] == cat]
+            ax.broken_barh(spans, (rank - 0.35, 0.7), color=color,
+                           label=label if rank == 0 else None, **kw)
+
+    fig, axes = _plt().subplots(len(traces), 2, figsize=(9, 1.8 * len(traces)),
+                                gridspec_kw={'width_ratios': [2, 1]},
+                                squeeze=False)
+    for row, (title, events) in zip(axes, traces.items()):
+        reduces = {r: [e for e in evs if e['cat'] == 'allreduce']
+                   for r, evs in events.items()}
+        zero = min(r[0]['ts'] for r in reduces.values())
+        bars(row[0], events, 'broadcast', zero, 'tab:gray', 'broadcast', 1.5)
+        bars(row[0], events, 'allreduce', zero, 'tab:blue', 'allreduce', 1.5)
+        row[0].set_title(f'{title}: {num_steps} steps', fontsize=9)
+        per_step = len(reduces[0]) // num_steps     # allreduces per step
+        one = {r: evs[(step - 1) * per_step:step * per_step]
+               for r, evs in reduces.items()}
+        begin = min(e['ts'] for evs in one.values() for e in evs)
+        end = max(e['ts'] + e['dur'] for evs in one.values() for e in evs)
+        bars(row[1], one, 'allreduce', begin, 'tab:blue', edgecolor='black',
+             linewidth=0.5)
+        row[1].set_xlim(-0.05 * (end - begin) / 1e3, 1.05 * (end - begin) / 1e3)
+        row[1].set_title(f'step {step}: {per_step} allreduce(s)', fontsize=9)
+        for ax in row:
+            ax.set_yticks(sorted(events))
+            ax.set_yticklabels([f'rank {r}' for r in sorted(events)])
+    axes[-1, 0].set_xlabel('ms after the first allreduce')
+    axes[-1, 1].set_xlabel("ms after the step's first allreduce began")
+    axes[0, 0].legend(loc='lower left', bbox_to_anchor=(0, 1.15), ncol=2,
+                      fontsize='small')
+    fig.tight_layout()
+    return fig
+
+
+def free_port(host='127.0.0.1'):
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    import socket
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def ps_node_names(num_workers, num_servers):
+    """The processes of a parameter-server job, in the order they start.
+
+    >>> d2l.ps_node_names(2, 1)
+    ['scheduler', 'server 0', 'worker 0', 'worker 1']
+    """
+    return (['scheduler'] + [f'server {i}' for i in range(num_servers)]
+            + [f'worker {i}' for i in range(num_workers)])
+
+
+def dmlc_env(name, port, num_workers, num_servers, root_uri='127.0.0.1'):
+    """The ``DMLC_*`` variables of the job's process ``name`` (one of
+    :func:`ps_node_names`): its role, where the scheduler listens, how many
+    servers and workers there are, and its rank within its role.
+
+    >>> d2l.dmlc_env('worker 1', 9000, 2, 1)['DMLC_WORKER_ID']
+    '1'
+    """
+    role, _, rank = name.partition(' ')
+    env = {'DMLC_ROLE': role, 'DMLC_PS_ROOT_URI': root_uri,
+           'DMLC_PS_ROOT_PORT': str(port),
+           'DMLC_NUM_SERVER': str(num_servers),
+           'DMLC_NUM_WORKER': str(num_workers)}
+    if rank:
+        env[f'DMLC_{role.upper()}_ID'] = rank
+    return env
+
+
+def ps_log(log_dir, name):
+    """The path of the output of the job's process ``name`` in ``log_dir``."""
+    return os.path.join(log_dir, name.replace(' ', '-') + '.log')
+
+
+def _this_package_first(env):
+    # children import this d2lmini, whatever the PYTHONPATH they inherit
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [os.path.abspath(p) for p in env.get('PYTHONPATH', '').split(
+        os.pathsep) if p]
+    return os.pathsep.join([root] + [p for p in paths if p != root])
+
+
+class ps_job:
+    """Start a parameter-server job by hand: the scheduler, the servers
+    and the workers, each running ``argv`` with its :func:`dmlc_env`, in
+    ``cwd`` (default ``log_dir``), in a session of its own, with its output
+    in the file ``ps_log(log_dir, name)``.  ``env`` is added to every
+    process's environment; with ``hosts`` (objects with ``addr`` and
+    ``popen``, such as ``tests/netns.py``'s), process ``i`` runs on
+    ``hosts[i]`` and announces its address.  The ``with`` block gets
+    ``{name: Popen}``; at its end every process still running is killed by
+    its pid, even after an error.  ``started``, a list, gets every process.
+
+    Examples
+    --------
+    >>> with d2l.ps_job([python, 'hello.py'], 2, 1, log_dir=workdir) as procs:
+    ...     codes = d2l.wait_all(procs, timeout=60)
+    >>> codes
+    {'scheduler': 0, 'server 0': 0, 'worker 0': 0, 'worker 1': 0}
+    """
+
+    def __init__(self, argv, num_workers=2, num_servers=1, env=None,
+                 hosts=None, log_dir='.', cwd=None, started=None):
+        self.argv, self.env, self.hosts = list(argv), env or {}, hosts
+        self.num_workers, self.num_servers = num_workers, num_servers
+        self.log_dir, self.cwd = log_dir, cwd or log_dir
+        self.started = started if started is not None else []
+        self.procs = {}
+
+    def __enter__(self):
+        import subprocess
+        port = free_port()
+        root_uri = self.hosts[0].addr if self.hosts else '127.0.0.1'
+        try:
+            for i, name in enumerate(ps_node_names(self.num_workers,
+                                                   self.num_servers)):
+                env = dict(os.environ, **self.env, **dmlc_env(
+                    name, port, self.num_workers, self.num_servers, root_uri))
+                env['PYTHONPATH'] = _this_package_first(env)
+                start = subprocess.Popen
+                if self.hosts:
+                    env['DMLC_NODE_HOST'] = self.hosts[i].addr
+                    start = self.hosts[i].popen
+                with open(ps_log(self.log_dir, name), 'w') as log:
+                    self.procs[name] = start(
+                        self.argv, env=env, cwd=self.cwd, stdout=log,
+                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                        start_new_session=True)
+                self.started.append(self.procs[name])
+        except BaseException:
+            self.__exit__()
+            raise
+        return self.procs
+
+    def __exit__(self, *exc):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs.values():
+            p.wait(timeout=10)
+        return False
+
+
+def wait_all(procs, timeout):
+    """``{name: exit status}`` of ``procs`` (``{name: Popen}``) after at
+    most ``timeout`` seconds in all; None for a process still running.
+
+    >>> d2l.wait_all({'sleeper': subprocess.Popen(['sleep', '9'])}, 0.1)
+    {'sleeper': None}
+    """
+    import subprocess
+    deadline = time.monotonic() + timeout
+    for p in procs.values():
+        try:
+            p.wait(timeout=max(0.01, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    return {name: p.poll() for name, p in procs.items()}
+
+
+def results(text):
+    """The JSON values of the lines of ``text`` that start with
+    ``RESULT `` (how the chapters' scripts report), sorted by their
+    ``'rank'`` when they have one.
+
+    >>> d2l.results('noise\\nRESULT {"rank": 1}\\nRESULT {"rank": 0}\\n')
+    [{'rank': 0}, {'rank': 1}]
+    """
+    import json
+    found = [json.loads(line[len('RESULT '):]) for line in text.splitlines()
+             if line.startswith('RESULT ')]
+    return sorted(found, key=lambda r: r.get('rank', 0)
+                  if isinstance(r, dict) else 0)
+
+
+def mpirun(n, argv, cwd, timeout=60, env=None, check=True, started=None):
+    """Run ``mpiexec -n n python *argv`` in ``cwd``; ``(exit status,
+    output)``.  ``mpiexec`` runs in a session of its own with its output in
+    a file (a full pipe would block the ranks); after ``timeout`` seconds,
+    an error or an interrupt, its process group gets ``SIGTERM``, which
+    ``mpiexec`` passes on to every rank, and ``SIGKILL`` five seconds
+    later if it is still there.  With ``check``, a non-zero status raises
+    ``RuntimeError`` with the end of the output.  ``started``, a list,
+    gets the ``mpiexec`` process.
+
+    Examples
+    --------
+    >>> status, out = d2l.mpirun(2, ['hello.py'], cwd=workdir)
+    >>> d2l.results(out)                   # each rank's RESULT line
+    """
+    import shutil
+    import signal
+    import subprocess
+    import tempfile
+    python = sys.executable
+    mpiexec = (shutil.which('mpiexec', path=os.path.dirname(python))
+               or shutil.which('mpiexec'))
+    if mpiexec is None:
+        raise RuntimeError('mpirun: no mpiexec on the PATH or beside '
+                           f'{python}: install MPICH (see the appendix)')
+    with tempfile.TemporaryFile('w+') as log:
+        proc = subprocess.Popen(
+            [mpiexec, '-n', str(n), python, *argv], cwd=cwd,
+            env=dict(os.environ, **(env or {})), stdout=log,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+        if started is not None:
+            started.append(proc)
+        try:
+            proc.wait(timeout=timeout)
+        finally:
+            if proc.poll() is None:          # timed out, or interrupted
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        log.seek(0)
+        out = log.read()
+    if check and proc.returncode != 0:
+        raise RuntimeError(f'mpiexec -n {n} {" ".join(argv)} exited with '
+                           f'{proc.returncode}:\n{out[-3000:]}')
+    return proc.returncode, out
+
+
+__all__ += ['trace_passes', 'plot_passes', 'draw_cluster', 'draw_ring',
+            'plot_collectives', 'free_port', 'ps_node_names', 'dmlc_env',
+            'ps_log', 'ps_job', 'wait_all', 'results', 'mpirun']

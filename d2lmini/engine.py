@@ -42,7 +42,8 @@ unbounded work and memory.  By default the bound adapts
 fastest, and up to 8192 when they are big, so the front end runs far ahead
 as on MXNet.  :func:`set_max_inflight` (or ``D2LMINI_MAX_INFLIGHT``) fixes
 it instead.  :class:`Trace` records every operation's start and end per
-stream (Chrome trace JSON, or a plot).  ``bulk(size)`` is MXNet's op
+stream (Chrome trace JSON, or a plot), and which operations autograd's
+backward pass pushed (:func:`backward_pass`).  ``bulk(size)`` is MXNet's op
 batching; here it changes nothing.
 
 Two decisions worth knowing:
@@ -132,6 +133,7 @@ _DEFAULT_INFLIGHT = 8192
 _SHORT_QUEUE = 256
 _BIG_OP_S = 200e-6
 _TRACE = [None]              # the list a Trace collects into, or None
+_TRACER = [None]             # the active Trace itself (for backward_pass)
 _FAILED = [False]            # has any op ever failed?  (then check inputs)
 
 
@@ -860,12 +862,15 @@ class Trace:
     def __init__(self):
         self.events = []             # (ctx, name, start_s, end_s, seq)
         self.t0 = _now()
+        self._backward = []          # see backward_pass
 
     def __enter__(self):
         waitall()
         self.events = []
+        self._backward = []
         self.t0 = _now()
         _TRACE[0] = self.events
+        _TRACER[0] = self
         return self
 
     def __exit__(self, exc_type, *exc):
@@ -876,15 +881,35 @@ class Trace:
                 raise
         finally:
             _TRACE[0] = None
+            _TRACER[0] = None
         return False
 
     def contexts(self):
         return sorted({e[0] for e in self.events})
 
-    def spans(self, ctx=None):
-        """``(ctx, name, start, end)`` in seconds from the trace's start."""
-        return [(c, n, a - self.t0, b - self.t0) for c, n, a, b, _ in self.events
+    def spans(self, ctx=None, backward=False):
+        """``(ctx, name, start, end)`` in seconds from the trace's start.
+
+        With ``backward=True`` each span has a fifth item: True for an op
+        that autograd's backward pass pushed (a gradient computation, or
+        the write of a gradient), False for any other (the forward pass,
+        an update, a copy the program asked for).
+        """
+        if not backward:
+            return [(c, n, a - self.t0, b - self.t0) for c, n, a, b, _ in self.events
+                    if ctx is None or c == ctx]
+        return [(c, n, a - self.t0, b - self.t0, self._pushed_by_backward(i, c, seq))
+                for i, (c, n, a, b, seq) in enumerate(self.events)
                 if ctx is None or c == ctx]
+
+    def _pushed_by_backward(self, index, ctx, seq):
+        for c, lo, hi in self._backward:
+            if c is None:            # naive engine: events appended as ops ran
+                if seq == 0 and lo <= index < hi:
+                    return True
+            elif seq and lo < seq <= hi and c == ctx:
+                return True
+        return False
 
     def by_stream(self):
         """``{ctx: [(seq, name, start, end), ...]}`` in the order they ran."""
@@ -975,3 +1000,47 @@ class Trace:
             handles = [plt.Rectangle((0, 0), 1, 1, color=color[n]) for n in names[:legend]]
             ax.legend(handles, names[:legend], loc='upper right', fontsize='small')
         return ax
+
+
+class _BackwardPass:
+    # Which ops autograd's backward pushes: each stream numbers the ops
+    # pushed to it, so the ops of a backward pass are the seqs in
+    # (pushed at the start, pushed at the end] of each stream; in naive
+    # mode (seq 0) the events appended meanwhile.  Marking costs two
+    # passes over the streams per backward(), and nothing per op.
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.start = {k: s.pushed for k, s in list(_STREAMS.items())}
+        self.first = len(self.trace.events)
+
+    def __exit__(self, *exc):
+        marks = self.trace._backward
+        for k, s in list(_STREAMS.items()):
+            lo = self.start.get(k, 0)
+            if s.pushed > lo:
+                marks.append((s.ctx, lo, s.pushed))
+        marks.append((None, self.first, len(self.trace.events)))
+        return False
+
+
+class _NotTraced:
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NOT_TRACED = _NotTraced()
+
+
+def backward_pass():
+    """``with backward_pass():`` around a backward pass (autograd uses it).
+
+    While a :class:`Trace` is recording, it remembers which ops the block
+    pushed, for ``Trace.spans(backward=True)``; otherwise it does nothing.
+    """
+    trace = _TRACER[0]
+    return _NOT_TRACED if trace is None else _BackwardPass(trace)
