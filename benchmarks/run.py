@@ -11,6 +11,7 @@ failed.
 
     python benchmarks/run.py                  # all of them
     python benchmarks/run.py dispatch conv    # only bench_dispatch, bench_conv
+                                              # (the other rows are kept)
     python benchmarks/run.py --in-process     # one process (for debugging)
 """
 import argparse
@@ -145,6 +146,20 @@ def machine():
     return info
 
 
+def keep_others(out, modules, failed):
+    """A run of some modules only keeps the previous run's rows of the
+    others: ``[its date, row, ...]``, or ``[]`` when there is none."""
+    try:
+        with open(os.path.join(out, 'results.json')) as f:
+            previous = json.load(f)
+    except (OSError, ValueError):
+        return []
+    rerun = {m[len('bench_'):] for m in modules if m not in failed}
+    rows = [r for r in previous.get('rows', []) if r.get('bench') not in rerun]
+    return [previous.get('machine', {}).get('date', 'an earlier date'), *rows] \
+        if rows else []
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('only', nargs='*', help='benchmark names (dispatch or bench_dispatch)')
@@ -175,14 +190,18 @@ def main(argv=None):
             print(f'run.py: {module} FAILED: {msg}', file=sys.stderr, flush=True)
         print(f'   {module}: {time.perf_counter() - t:.1f} s', flush=True)
 
-    table = markdown(rows)
     print()
-    print(table)
+    print(markdown(rows))
     meta = machine()
+    kept = keep_others(args.out, modules, failed) if args.only else []
+    if kept:
+        meta['other rows'] = f'kept from the run of {kept[0]}'
+    all_rows = sorted(kept[1:] + rows, key=lambda r: r['bench'])
+    table = markdown(all_rows)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'results.json'), 'w') as f:
         json.dump({'machine': meta, 'modules': modules, 'failed': failed,
-                   'rows': rows}, f, indent=1, default=str)
+                   'rows': all_rows}, f, indent=1, default=str)
     with open(os.path.join(args.out, 'results.md'), 'w') as f:
         f.write('# d2lmini benchmarks\n\n')
         f.write(', '.join(f'{k}: {v}' for k, v in meta.items()) + '\n\n')
