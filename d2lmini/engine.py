@@ -153,6 +153,7 @@ class Stream:
         self.last_write = 0
         self.errors = []                 # failures not yet reported
         self.limit = _MAX_INFLIGHT[0] or _SHORT_QUEUE   # pending ops before push waits
+        self.busy_at = _now()            # when it last ran an op (CPU: cpu_threads)
         self._pace = (None, 0.0)         # (seconds per op, when measured)
         self.cuda_stream = backend.new_stream(ctx) if self.is_gpu else None
         self._held = []                  # [(cuda event, source arrays)]
@@ -279,7 +280,7 @@ class Stream:
             if self._waiters:
                 self._wake()
             if watch:
-                now = _now()
+                now = self.busy_at = _now()
                 if now >= _LOAD['next']:
                     _watch_load(now)
 
@@ -647,9 +648,12 @@ def run_sync(name, fn, args, outs, ctx, attrs):
 # OpenBLAS's threads spin while they wait for each other.  Measured on the
 # 2-core development machine, eight 1000x1000 float32 matmuls split over
 # cpu(0) and cpu(1) took 0.28-0.33 s with 2 BLAS threads per call and 0.16 s
-# with 1.  So, as MXNet sizes its OpenMP pools by cores / workers, once k CPU
-# devices have streams every BLAS call gets cores // k threads (never more
-# than OpenBLAS started with); with only cpu(0) in use nothing changes.
+# with 1.  So, as MXNet sizes its OpenMP pools by cores / workers, while k
+# CPU devices are at work every BLAS call gets cores // k threads (never more
+# than OpenBLAS started with); with one device at work nothing changes.  A
+# device is at work while it has operations queued or has run one in the
+# last half second, so a program that trains on cpu(0) alone after using
+# cpu(1) gets every core again, with no setting to change.
 # set_blas_threads(n) fixes the number, set_blas_threads(None) restores the
 # policy.  The count is set through OpenBLAS's own C API, found among the
 # loaded libraries (as threadpoolctl does); other BLAS libraries are left
@@ -698,19 +702,29 @@ def _cores():
 
 def cpu_threads():
     """Threads one CPU operation may use now: ``set_blas_threads``'s number
-    if fixed, else the usable cores shared out among the CPU devices that
-    have streams (all of them while only ``cpu(0)`` is in use), and no more
-    than the cores other programs leave free (:func:`free_cores`).  BLAS
-    calls and the elementwise kernels of :mod:`d2lmini.ndarray.cpu_kernels`
-    both follow it."""
+    if fixed, else the usable cores shared out among the CPU devices at
+    work (all of them while only one device computes), and no more than
+    the cores other programs leave free (:func:`free_cores`).  BLAS calls
+    and the elementwise kernels of :mod:`d2lmini.ndarray.cpu_kernels` both
+    follow it."""
     n = _BLAS['fixed']
     if n is None:
-        ncpu = sum(1 for s in list(_STREAMS.values()) if not s.is_gpu)
-        n = max(1, _cores() // max(1, ncpu))
+        n = max(1, _cores() // max(1, _cpu_devices_at_work()))
         free = _LOAD['free']
         if free is not None and free < n:
             n = max(1, free)
     return n
+
+
+def _cpu_devices_at_work():
+    # A CPU stream is at work when it has ops queued or ran one in the last
+    # _AT_WORK_S seconds; a stream made just now counts too, so that two
+    # devices starting together do not both take every core.  A device used
+    # once and then left alone (a copy of the parameters kept on cpu(1))
+    # takes no cores from one that trains alone.
+    since = _now() - _AT_WORK_S
+    return sum(1 for s in list(_STREAMS.values())
+               if not s.is_gpu and (s.busy_at >= since or s.pushed > s.done))
 
 
 def _share_cores():
@@ -738,6 +752,7 @@ def _share_cores():
 # threads per operation.  set_blas_threads(n) fixes the number instead.
 # Not Linux: no /proc, no cap.
 _LOAD_EVERY = 0.25           # seconds between two looks at the load
+_AT_WORK_S = 0.5             # a CPU stream idle longer takes no cores
 _LOAD_SAMPLES = 3            # looks whose median counts
 _LOAD = {'next': 0.0, 'others': [], 'free': None}
 _LOAD_LOCK = threading.Lock()
@@ -778,11 +793,9 @@ def _watch_load(now):
             return
         looks = (_LOAD['others'] + [others])[-_LOAD_SAMPLES:]
         _LOAD['others'] = looks
-        free = max(1, _cores() - sorted(looks)[len(looks) // 2])
-        if free != _LOAD['free']:
-            _LOAD['free'] = free
-            if _BLAS['fixed'] is None:
-                _share_cores()
+        _LOAD['free'] = max(1, _cores() - sorted(looks)[len(looks) // 2])
+        if _BLAS['fixed'] is None:       # the load or the devices at work
+            _share_cores()               # may have changed
     finally:
         _LOAD_LOCK.release()
 

@@ -878,14 +878,37 @@ def test_blas_threads_policy(threaded, load):
     if engine.blas_threads() is None:
         pytest.skip('NumPy does not use OpenBLAS here')
     load(0)                                  # a quiet machine
-    engine.stream_for(mx.cpu(0)), engine.stream_for(mx.cpu(1))
+    for ctx in (mx.cpu(0), mx.cpu(1)):       # two devices at work
+        (nd.ones((2, 2), ctx=ctx) + 1).wait_to_read()
     old = engine.set_blas_threads(1)
     try:
         assert engine.blas_threads() == 1
-        engine.set_blas_threads(None)           # cores // CPU devices in use
-        ncpu = sum(1 for s in engine._STREAMS.values() if not s.is_gpu)
+        engine.set_blas_threads(None)           # cores // CPU devices at work
+        ncpu = engine._cpu_devices_at_work()
+        assert ncpu >= 2
         expected = min(engine._BLAS['initial'], max(1, engine._cores() // ncpu))
         assert engine.blas_threads() == expected
+    finally:
+        engine.set_blas_threads(old)
+
+
+def test_a_device_left_alone_takes_no_cores(threaded, load, monkeypatch):
+    monkeypatch.setattr(engine, '_AT_WORK_S', 0.2)
+    monkeypatch.setattr(engine, '_cores', lambda: 4)
+    old = engine.set_blas_threads(None)
+    try:
+        load(0)
+        for ctx in (mx.cpu(0), mx.cpu(1)):
+            (nd.ones((2, 2), ctx=ctx) + 1).wait_to_read()
+        assert engine._cpu_devices_at_work() >= 2
+        assert engine.cpu_threads() == 4 // engine._cpu_devices_at_work()
+        time.sleep(0.3)                      # cpu(1) is left alone from now
+        x = nd.ones((2, 2))
+        for _ in range(3):
+            (x + 1).wait_to_read()
+            time.sleep(0.1)
+        assert engine._cpu_devices_at_work() == 1
+        assert engine.cpu_threads() == 4     # cpu(0) trains alone: every core
     finally:
         engine.set_blas_threads(old)
 
