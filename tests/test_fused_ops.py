@@ -52,10 +52,13 @@ def test_conv_act_pool_equals_the_three_ops(xshape, wshape, chwn, need_x):
     with autograd.record():
         p2, y2 = invoke(OPS['_conv_act_pool'], (x, w, b),
                         dict(conv, act_type='relu', pool=(2, 2)))
-    # Not bit for bit: the same products, yet an AVX-512 OpenBLAS gave 6 of
-    # the 288 pooled values 1 ulp apart.  Measured, each side against itself
-    # under other OpenBLAS kernels (Sandybridge, Nehalem, Prescott, 1
-    # thread, NumPy without AVX2): up to 2.9e-6 apart, |values| up to 10.
+    # Not bit for bit: on a GPU the fused op takes bands of whole pooling
+    # windows (8 + 1 output rows for 13x13), the convolution one GEMM of all
+    # 9 rows; other GEMM widths, other bits (reported from an AVX-512
+    # machine: 6 of these 288 pooled values 1 ulp apart).  Measured over
+    # OpenBLAS kernels (Haswell, Sandybridge, Nehalem, Prescott, 1 thread,
+    # NumPy without AVX2), CPU and stand-in: each side up to 2.9e-6 from
+    # itself under another kernel, |values| up to 10.
     np.testing.assert_allclose(p2.asnumpy(), p.asnumpy(), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(y2.asnumpy(), y.asnumpy(), rtol=RTOL, atol=ATOL)
     p2.backward(gp)
