@@ -45,6 +45,19 @@ def _own(a):
     return a
 
 
+def _quiet(fn):
+    """``fn`` with NumPy's floating-point warnings off, as MXNet's kernels
+    never warn: a float16 step that overflows or divides by zero gives
+    inf/nan in the weight, which the user sees there.  Warnings raised in
+    the engine's worker would otherwise depend on the warning filters of
+    whatever the main thread runs meanwhile (``simplefilter('error')``
+    makes them errors).  Exceptions still propagate."""
+    def run(*args, **attrs):
+        with np.errstate(all='ignore'):          # per thread: set in the worker
+            return fn(*args, **attrs)
+    return run
+
+
 def _clips(c):
     return c is not None and c >= 0
 
@@ -95,7 +108,7 @@ class _FusedOp(Op):
         if self.out_is_weight:
             inputs = (backend.xp_of(inputs[0]).array(inputs[0], copy=True),) \
                 + inputs[1:]
-        return self.kernel(*inputs, **attrs)[0]
+        return _quiet(self.kernel)(*inputs, **attrs)[0]
 
     def kernel(self, *inputs, **attrs):          # pragma: no cover - abstract
         raise NotImplementedError
@@ -564,7 +577,7 @@ def push(name, fn, writes, reads):
     KVStore copying the weight) is waited for first, as in ``x[:] = y``.
     """
     check_context(name, tuple(writes) + tuple(reads))
-    _write_inplace(name, fn, tuple(writes), tuple(reads))
+    _write_inplace(name, _quiet(fn), tuple(writes), tuple(reads))
 
 
 _LAYOUTS = {}
