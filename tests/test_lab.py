@@ -335,6 +335,16 @@ def as_text(outputs):
     return texts
 
 
+def draws_on_a_gpu(cell):
+    """Whether ``cell`` draws random numbers on a GPU in this run: with
+    gpu(0) as the default context (``make test-gpu-standin``) a cell that
+    draws from ``nd.random`` gets the GPU's generator's numbers, not the
+    CPU's that the notebook committed, so it is only run, not compared."""
+    import d2lmini
+    gpu = d2lmini.current_context().device_type == 'gpu'
+    return gpu and 'random' in cell['source']
+
+
 def traceback_of(outputs):
     ansi = re.compile(r'\x1b\[[0-9;]*m')
     return '\n'.join(ansi.sub('', line) for out in outputs
@@ -383,7 +393,7 @@ def test_lab_opens_and_runs_a_chapter(lab):
                 assert failed, where + 'raised no exception'
                 continue
             assert not failed, where + traceback_of(outputs)
-            if 'NBVAL_IGNORE_OUTPUT' not in marks:
+            if 'NBVAL_IGNORE_OUTPUT' not in marks and not draws_on_a_gpu(cell):
                 assert as_text(outputs) == as_text(cell['outputs']), where
     finally:
         kernel.close()
