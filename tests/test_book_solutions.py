@@ -17,7 +17,7 @@ BOOK = read_book(REPO / 'book.yml')
 
 # One section per chapter: its anchor, its heading, then, up to the next
 # anchor, a link to the chapter and the literalinclude of its solution.
-SECTION = re.compile(r'^\((solution-[\w-]+)\)=\n## Chapter (\d+)\n(.*?)(?=^\(solution-|\Z)',
+SECTION = re.compile(r'^\((solution-[\w-]+)\)=\n## Chapter (\d+)(?:: [^\n]+)?\n(.*?)(?=^\(solution-|\Z)',
                      re.M | re.S)
 
 
