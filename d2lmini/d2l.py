@@ -1468,14 +1468,27 @@ def wait_all(procs, timeout):
 def results(text):
     """The JSON values of the lines of ``text`` that start with
     ``RESULT `` (how the chapters' scripts report), sorted by their
-    ``'rank'`` when they have one.
+    ``'rank'`` when they have one.  Ranks that share one output must write
+    each line in one call (``sys.stdout.write(f'RESULT {...}\\n')``):
+    ``print('RESULT', ...)`` makes several writes when Python's output is
+    unbuffered, and the ranks' pieces interleave.
 
     >>> d2l.results('noise\\nRESULT {"rank": 1}\\nRESULT {"rank": 0}\\n')
     [{'rank': 0}, {'rank': 1}]
     """
     import json
-    found = [json.loads(line[len('RESULT '):]) for line in text.splitlines()
-             if line.startswith('RESULT ')]
+    found = []
+    for line in text.splitlines():
+        if line.startswith('RESULT '):
+            try:
+                found.append(json.loads(line[len('RESULT '):]))
+            except ValueError:
+                # processes that share an output (the ranks under mpiexec)
+                # mix their lines unless each line is a single write
+                raise ValueError(
+                    f'a RESULT line that is not JSON: {line[:200]!r}; '
+                    'write each one with a single sys.stdout.write, '
+                    'not print(), so that lines do not mix') from None
     return sorted(found, key=lambda r: r.get('rank', 0)
                   if isinstance(r, dict) else 0)
 

@@ -222,6 +222,13 @@ def test_results_sorts_by_rank_and_skips_other_lines():
     assert d2l.results('RESULT [[1, 2], [3, 4]]') == [[[1, 2], [3, 4]]]
 
 
+def test_results_names_a_mixed_line_and_the_cure():
+    # two ranks' print('RESULT', ...) interleaved, as mpiexec forwarded them
+    mixed = 'RESULT RESULT {"rank": 0}\n{"rank": 1}\n'
+    with pytest.raises(ValueError, match='not JSON.*single sys.stdout.write'):
+        d2l.results(mixed)
+
+
 needs_mpi = pytest.mark.skipif(
     not (shutil.which('mpiexec', path=os.path.dirname(sys.executable))
          or shutil.which('mpiexec')), reason='no mpiexec')
@@ -229,9 +236,11 @@ needs_mpi = pytest.mark.skipif(
 
 @needs_mpi
 def test_mpirun_runs_the_ranks_and_stops_a_hung_job(tmp_path):
-    rank = ('import json, os; print("RESULT", json.dumps({"rank": int('
-            'os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK",'
-            ' 0)))}))')
+    # one write per line: with PYTHONUNBUFFERED=1 (as in CI), print() makes
+    # several, and the two ranks' pieces interleave in mpiexec's output
+    rank = ('import json, os, sys; sys.stdout.write("RESULT " + json.dumps('
+            '{"rank": int(os.environ.get("PMI_RANK", os.environ.get('
+            '"OMPI_COMM_WORLD_RANK", 0)))}) + "\\n")')
     status, out = d2l.mpirun(2, ['-c', rank], cwd=str(tmp_path))
     assert status == 0 and d2l.results(out) == [{'rank': 0}, {'rank': 1}]
     status, out = d2l.mpirun(1, ['-c', 'raise SystemExit(3)'],
