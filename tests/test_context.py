@@ -18,3 +18,12 @@ def test_using_a_missing_gpu_is_an_mxnet_error():
     assert repr(ctx) == 'gpu(0)'
     with pytest.raises(mx.base.MXNetError, match=r'gpu\(0\).*no GPU'):
         mx.nd.ones((1,), ctx=ctx)
+
+
+@pytest.mark.skipif(mx.num_gpus() > 0, reason='a GPU is there')
+def test_a_gpu_array_without_a_gpu_says_what_to_install():
+    # chapter 1 shows this message (its output is not compared: it prints
+    # nothing on a machine with a GPU)
+    with pytest.raises(RuntimeError, match=r'cannot use gpu\(0\): no GPU available'
+                       r'.*pip install'):
+        mx.nd.ones(3, ctx=mx.gpu(0))

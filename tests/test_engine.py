@@ -903,7 +903,7 @@ def test_a_device_left_alone_takes_no_cores(threaded, load, monkeypatch):
         assert engine._cpu_devices_at_work() >= 2
         assert engine.cpu_threads() == 4 // engine._cpu_devices_at_work()
         time.sleep(0.3)                      # cpu(1) is left alone from now
-        x = nd.ones((2, 2))
+        x = nd.ones((2, 2), ctx=mx.cpu(0))   # (the default may be a GPU)
         for _ in range(3):
             (x + 1).wait_to_read()
             time.sleep(0.1)
@@ -942,7 +942,7 @@ def test_a_cpu_worker_looks_at_the_load_between_operations(threaded, monkeypatch
     looks = []
     monkeypatch.setattr(engine, '_others_running', lambda: looks.append(1) or 0)
     monkeypatch.setattr(engine, '_LOAD', {'next': 0.0, 'others': [], 'free': None})
-    x = nd.ones((4, 4))
+    x = nd.ones((4, 4), ctx=mx.cpu(0))      # a CPU worker, whatever the default
     for _ in range(5):
         x = x + 1
     nd.waitall()
