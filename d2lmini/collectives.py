@@ -1,5 +1,9 @@
 """Collective operations over arrays on several devices.
 
+Why one long file: four collectives, each with a naive and a ring
+algorithm that share the chunking and the per-step engine operations
+defined here; each public function reads on its own, top to bottom.
+
 ``allreduce``, ``reduce``, ``broadcast`` and ``allgather`` take one NDArray
 per device and return results on the same devices, each with two
 algorithms:

@@ -1,5 +1,11 @@
 """The d2l book's helpers, both MXNet editions: ``from d2lmini import d2l``.
 
+Why one long file: ``from d2lmini import d2l`` is the book's convention
+(d2l's own ``d2l/mxnet.py`` is one module too), so that a chapter names
+``d2l.train_ch6`` and a learner finds it in one place; the helpers are
+grouped by what they do and by the chapters that use them, under
+``# ===`` headings.
+
 One module serves two books' code:
 
 * the course's chapters and the second edition's MXNet helpers

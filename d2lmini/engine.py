@@ -1,5 +1,9 @@
 """The asynchronous execution engine.
 
+Why one long file: the engine is one mechanism (streams, dependencies,
+the bound on pending work, CPU threads, tracing) whose parts share its
+state; the sections are marked ``# ---`` and each can be read alone.
+
 The front end (your Python code) only *pushes* operations; each device has a
 :class:`Stream`, a worker thread that runs the pushed operations in issue
 order.  An array records which stream produces it and the sequence number of

@@ -1,5 +1,9 @@
 """Data iterators for the Module API: ``mx.io`` as in MXNet 1.x.
 
+Why one long file: ``mx.io`` is one small family of iterators
+(DataIter and the ones built on it), kept together as in MXNet, each class
+short and independent of the others.
+
 A :class:`DataIter` hands out :class:`DataBatch` objects (lists of NDArrays
 plus a ``pad`` count) and describes what it yields with :class:`DataDesc`
 (name, shape, dtype, layout), which is what ``Module.bind`` needs before the

@@ -1,5 +1,10 @@
 """``python -m d2lmini.launch``: start a parameter-server job, as MXNet does.
 
+Why one long file: one command, whose parts (the local, ssh and mpi ways of
+starting processes, and the supervision that stops the whole job when one
+process dies) only make sense together; ``launch`` at the bottom is the
+place to start reading.
+
 A distributed store needs one scheduler, S servers and W workers, each told
 its role and where the scheduler listens through the ``DMLC_*`` environment
 variables.  The launcher starts all of them with the *same* command, watches

@@ -1,5 +1,8 @@
 """Evaluation metrics that accumulate over batches: ``mx.metric`` as in MXNet 1.x.
 
+Why one long file: ``mx.metric`` is a family of 20 small metric classes on
+one base class, kept together as in MXNet; each class reads on its own.
+
 A metric keeps a running ``sum_metric`` and ``num_inst``; ``update(labels,
 preds)`` adds a batch (lists of NDArrays or numpy arrays, or single arrays),
 ``get()`` returns ``(name, sum_metric / num_inst)`` as a Python float and

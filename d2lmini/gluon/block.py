@@ -1,5 +1,11 @@
 """Blocks: the building unit of Gluon models (MXNet 1.x semantics).
 
+Why one long file: Block, HybridBlock and SymbolBlock are one class
+hierarchy whose methods call each other (hybridize traces what
+``Block.__call__`` runs; SymbolBlock is a HybridBlock built from a graph),
+as in MXNet's own ``gluon/block.py``; read ``Block`` first, the rest builds
+on it.
+
 A :class:`Block` owns Parameters and child Blocks.  Assigning one to an
 attribute registers it (``self.dense = nn.Dense(10)``), so
 ``collect_params()`` finds everything below a Block and ``save_parameters``

@@ -1,5 +1,9 @@
 """NDArray: an n-dimensional array on a context, computed asynchronously.
 
+Why one long file: the NDArray class itself, with the methods MXNet's
+NDArray has; the operators live elsewhere (``elemwise``, ``matrix``, ...),
+and most of the length is one short method or docstring after another.
+
 An NDArray is a *promise*: its shape, dtype and context are known at once
 (the front end infers them), its values once the engine has run the op that
 produces it.  Reading values (``asnumpy``, ``asscalar``, ``print``) waits.

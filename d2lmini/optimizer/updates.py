@@ -1,5 +1,9 @@
 """The fused update operators: MXNet's ``nd.sgd_update``, ``nd.adam_update``, ...
 
+Why one long file: one short kernel per update operator (17 of them),
+side by side like a table, so that the rules can be compared line for line;
+nothing in one depends on another.
+
 Each is one op of the table (``differentiable = False``) whose ``kernel``
 works on raw NumPy/CuPy arrays and rewrites the weight and the optimizer
 states *in place*, as MXNet's kernels do: one pass, no temporaries pushed

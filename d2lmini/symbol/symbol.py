@@ -1,5 +1,9 @@
 """Symbol: a computation declared as a graph, run later by an executor.
 
+Why one long file: the Symbol class is one concept, and its operator
+front ends, composition, shape/type inference and JSON form all act on the
+same graph of nodes; the executor that runs it lives in its own module.
+
 Imperative code (``nd``) computes as it goes.  Symbolic code first *declares*
 the computation::
 
