@@ -45,32 +45,102 @@ def test_wire_round_trip(secret):
 
 def test_wire_rejects_what_is_not_ours():
     good = [bytes(f) for f in wire.pack('pull', b'k', [np.ones(4, 'float32')], seq=1)]
-    bad = {
-        'the header is not JSON': [b'\x00\xff'] + good[1:],
-        'not a version-1 header': [b'{"v": 2, "op": "x", "arrays": []}'],
-        'without a signature': good[:-1],
-        'wrong signature': good[:-1] + [b'0' * 32],
-        'truncated': None,
-        'bad array spec': None,
-    }
+    # with a secret, the signature is checked before anything is parsed
+    for frames in ([b'\x00\xff'] + good[1:], [b'[' * 60000] + good[1:], good[:1]):
+        with pytest.raises(wire.BadSignature):
+            wire.unpack(frames, b'k')
+    with pytest.raises(wire.BadSignature, match='without a signature'):
+        wire.unpack(good[:-1], b'k')
     tampered = good[:1] + [good[1][:-1] + b'\x01'] + good[2:]
+    with pytest.raises(wire.BadSignature, match='wrong signature'):
+        wire.unpack(tampered, b'k')
+    with pytest.raises(wire.BadSignature, match='wrong signature'):
+        wire.unpack(good, b'another key')
+    with pytest.raises(wire.BadSignature, match='of 3 frames'):   # signed; we have no key
+        wire.unpack(good, None)
+    # without one, the form
+    bad = {
+        'the header is not JSON': [b'\x00\xff'],
+        'not a version-1 header': [b'{"v": 2, "op": "x", "arrays": []}'],
+        'truncated': None,
+        'bad array spec': [b'{"v":1,"op":"x","arrays":[["object",[1]]]}', b'x'],
+        'empty': [],
+    }
     for why, frames in bad.items():
         if frames is not None:
             with pytest.raises(wire.BadMessage, match=why):
-                wire.unpack(frames, b'k')
-    with pytest.raises(wire.BadMessage, match='wrong signature'):
-        wire.unpack(tampered, b'k')
-    with pytest.raises(wire.BadMessage, match='wrong signature'):
-        wire.unpack(good, b'another key')
-    with pytest.raises(wire.BadMessage, match='of 3 frames'):   # signed; we have no key
-        wire.unpack(good, None)
+                wire.unpack(frames, None)
     unsigned = [bytes(f) for f in wire.pack('pull', None, [np.ones(4, 'float32')])]
     with pytest.raises(wire.BadMessage, match='truncated'):
         wire.unpack([unsigned[0], unsigned[1][:-3]], None)
-    with pytest.raises(wire.BadMessage, match='bad array spec'):
-        wire.unpack([b'{"v":1,"op":"x","arrays":[["object",[1]]]}', b'x'], None)
-    with pytest.raises(wire.BadMessage, match='empty'):
-        wire.unpack([], None)
+
+
+def _header(**h):
+    return [json.dumps(dict({'v': 1, 'op': 'x', 'arrays': []}, **h)).encode()]
+
+
+@pytest.mark.parametrize('frames,why', [
+    ([b'[' * 60000], 'not JSON'),                         # RecursionError inside json
+    (_header(spec={'a': {'b': {'c': {'d': {'e': {'f': {'g': {}}}}}}}}), 'nests deeper'),
+    (_header(for_s='abc'), "bad field for_s='abc'"),
+    (_header(for_s=float('inf')), 'bad field for_s'),
+    (_header(seq=-1), 'bad field seq'),
+    (_header(rank=True), 'bad field rank'),
+    (_header(key=[1]), 'bad field key'),
+    (_header(spec=[]), 'bad field spec'),
+    # 2**32 * 2**32 float32 elements would be 0 bytes in int64 arithmetic
+    (_header(arrays=[['float32', [2 ** 32, 2 ** 32]]]) + [b''], 'truncated'),
+    (_header(arrays=[['float32', [1] * 33]]) + [b'1234'], 'bad array spec'),
+    (_header(arrays=[['float32', [-1]]]) + [b''], 'bad array spec'),
+    ([b'{' * (1 << 17)], 'header of 131072 bytes'),
+])
+def test_wire_refuses_malformed_headers_before_any_handler(frames, why):
+    with pytest.raises(wire.BadMessage, match=why):
+        wire.unpack(frames, None)
+
+
+def test_wire_cuts_big_arrays_into_frames(monkeypatch):
+    monkeypatch.setattr(wire, 'FRAME', 40)
+    a, b = np.arange(25, dtype='float32'), np.arange(10, dtype='float64')  # 100, 80 B
+    frames = wire.pack('push', b'k', [a, b, np.zeros(0)])
+    assert [len(bytes(f)) for f in frames[1:-1]] == [40, 40, 20, 40, 40, 0]
+    _, (ga, gb, gz) = wire.unpack([bytes(f) for f in frames], b'k')
+    assert np.array_equal(ga, a) and np.array_equal(gb, b) and gz.size == 0
+    unsigned = [bytes(f) for f in wire.pack('push', None, [a])]
+    with pytest.raises(wire.BadMessage, match='truncated'):    # frames re-cut
+        wire.unpack([unsigned[0], unsigned[1][:30], unsigned[1][30:] + unsigned[2],
+                     unsigned[3]], None)
+
+
+def test_a_channel_accepts_each_message_once_and_only_where_it_was_sent():
+    a, b, c = wire.Channel(b'k'), wire.Channel(b'k', name='server:1'), \
+        wire.Channel(b'k', name='server:2')
+    first = [bytes(f) for f in a.pack('push', [np.ones(2)], dest='server:1', seq=0)]
+    second = [bytes(f) for f in a.pack('push', [np.ones(2)], dest='server:1', seq=1)]
+    h, _ = b.unpack(first)
+    assert (h['sid'], h['n'], h['to']) == (a.sid, 0, 'server:1')
+    with pytest.raises(wire.BadMessage, match='number 0 .* sent 0 already'):
+        b.unpack(first)                                  # replayed
+    with pytest.raises(wire.BadMessage, match="addressed to 'server:1'"):
+        c.unpack(first)                                  # sent to another node
+    assert b.unpack(second)[0]['seq'] == 1
+    with pytest.raises(wire.BadMessage, match='number 0'):   # old, after a newer one
+        b.unpack(first)
+    answer = [bytes(f) for f in b.pack('ok', dest=a.sid, seq=1)]
+    assert a.unpack(answer)[0]['op'] == 'ok'
+    with pytest.raises(wire.BadMessage, match='addressed to'):
+        c.unpack(answer)
+    # without a secret there is nothing to check this with
+    plain = wire.Channel(None)
+    assert 'sid' not in plain.unpack(plain.pack('ok', dest='x', seq=1))[0]
+
+
+def test_a_rejection_notice_is_readable_without_the_secret():
+    frames = wire.pack('rejected', message='the scheduler refused it')
+    assert wire.notice(frames) == 'the scheduler refused it'
+    assert wire.notice(wire.pack('ok', message='x')) is None
+    assert wire.notice(wire.pack('rejected', b'k', message='x')) is None   # 2 frames
+    assert wire.notice([b'[' * 60000]) is None
 
 
 def test_partition_as_mxnet():
@@ -263,26 +333,38 @@ def test_servers_survive_garbage_and_reject_unsigned_messages(secret):
     for p in procs:
         if p.name.startswith('worker'):
             assert p.lines[-1].strip() == 'values ok'
-        if p.name.startswith('server'):
+        if p.name.startswith('server') and secret is None:
             assert 'the header is not JSON' in p.err
-            assert 'truncated' in p.err or 'without a signature' in p.err
-            if secret:
-                assert "'init' message without a signature" in p.err
+            assert 'truncated' in p.err
+        if p.name.startswith('server') and secret:   # nothing read unsigned
+            assert 'not JSON' not in p.err and 'truncated' not in p.err
+            assert p.err.count('a message without a signature') >= 4
 
 
-def test_a_node_with_another_secret_cannot_join():
-    port, env = dist_job.free_port(), {'PS_START_TIMEOUT': '3'}
+@pytest.mark.parametrize('ours,theirs,why', [
+    ('right', 'wrong', 'a message with a wrong signature'),
+    ('right', None, 'a message without a signature'),
+    (None, 'right', "'register' message of 2 frames, the header lists 0 arrays "
+                    "(a signed message sent to a node without D2LMINI_PS_SECRET?)"),
+])
+def test_a_node_with_another_secret_is_told_at_once(ours, theirs, why):
+    port, env = dist_job.free_port(), {'PS_START_TIMEOUT': '4'}
     good = dist_job.start('closed_form.py', 1, 1, args=('dist_sync', 1, 10),
-                          env=dict(env, D2LMINI_PS_SECRET='right'),
+                          env=dict(env, D2LMINI_PS_SECRET=ours or ''),
                           roles=['scheduler', 'server 0'], port=port)
+    # the worker would wait 60 s for the job to start: it is told at once
     bad = dist_job.start('closed_form.py', 1, 1, args=('dist_sync', 1, 10),
-                         env=dict(env, D2LMINI_PS_SECRET='wrong'),
+                         env=dict(env, D2LMINI_PS_SECRET=theirs or '',
+                                  PS_START_TIMEOUT='60'),
                          roles=['worker 0'], port=port)
     procs = dist_job.finish(good + bad, 30)
     scheduler, server, worker = procs
-    assert worker.rc != 0 and 'did not start' in worker.err, dist_job.report(procs)
-    assert 'wrong signature' in scheduler.err, dist_job.report(procs)
+    assert worker.rc == 1, dist_job.report(procs)
+    assert f'the scheduler at tcp://127.0.0.1:{port} refused' in worker.err
+    assert why in worker.err
+    assert why in scheduler.err, dist_job.report(procs)
     assert scheduler.rc == 1 and '0 of 1 workers' in scheduler.err
+    assert 'signature was refused' in scheduler.err
 
 
 def test_every_process_writes_its_timeline(tmp_path):

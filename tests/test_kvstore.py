@@ -183,6 +183,10 @@ def _unchanged(kv, before):
     (lambda kv: kv.pull(9, out=nd.ones(SHAPE)), 'key 9 has not been initialized'),
     (lambda kv: kv.init(3, nd.ones(SHAPE)), 'duplicate init of key 3'),
     (lambda kv: kv.init([20, 3], [nd.ones(SHAPE)] * 2), 'duplicate init of key 3'),
+    # a key twice in one call, as MXNet: "duplicate init of key 21"
+    (lambda kv: kv.init([21, 21], [nd.ones(SHAPE), nd.zeros(SHAPE)]),
+     'duplicate init of key 21'),
+    (lambda kv: kv.init(22, [nd.ones(SHAPE)] * 2), 'duplicate init of key 22'),
     (lambda kv: kv.push(3, nd.ones((2, 2))), r'key 3 holds float32 of shape \(4, 4\)'),
     (lambda kv: kv.push([5, 3], [nd.ones(SHAPE), nd.ones((4, 5))]), 'key 3'),
     (lambda kv: kv.push(3, nd.ones(SHAPE, dtype='float64')), 'float64'),

@@ -163,13 +163,12 @@ class KVStore(KVStoreBase):
         """
         pairs, key_type = self._pairs('init', key, value)
         for k, arrays in pairs:
-            if k in self._meta:
+            # a key twice in one call (or one key with a list of values) is
+            # a duplicate too, as in MXNet: which value would be stored?
+            if k in self._meta or len(arrays) > 1:
                 raise KVStoreError(
                     f'kv.init: duplicate init of key {k!r}: call kv.init or '
-                    f'kv.broadcast once per key')
-            if len(arrays) > 1 and len({a.shape for a in arrays}) > 1:
-                raise KVStoreError(f'kv.init: key {k!r} is given twice with '
-                                   f'different shapes')
+                    f'kv.broadcast once per key, with one value')
         self._key_type = key_type
         for k, arrays in pairs:
             self._meta[k] = (arrays[0].shape, arrays[0].dtype)

@@ -17,7 +17,9 @@ The optimizer comes from a worker as *data* (its name and
 hyper-parameters, :func:`optimizer_spec`), never as pickled code, and its
 state stays on the server.  The server is one loop over two sockets: a
 ROUTER for the workers' requests and a DEALER to the scheduler
-(registration, heartbeats, news of dead nodes).
+(registration, heartbeats, news of dead nodes).  A request it cannot use
+(unsigned, replayed, malformed, or asking for what cannot be) is logged and
+answered with an error, which the worker raises; no request stops it.
 """
 import collections
 import logging
@@ -67,8 +69,38 @@ def optimizer_spec(o):
              'state': {k: v for k, v in vars(sched).items() if _jsonable(v)}}}
 
 
+def _check_spec(spec):
+    """Raise ValueError unless ``spec`` has the form :func:`optimizer_spec`
+    gives (it comes from the network: nothing in it is trusted)."""
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    def mapping(name, ok):
+        d = spec.get(name, {})
+        if not isinstance(d, dict) or not all(ok(v) for v in d.values()):
+            raise ValueError(f'optimizer spec: {name!r} must map keys to '
+                             f'numbers, got {str(d)[:60]}')
+    if not isinstance(spec, dict) or not isinstance(spec.get('name'), str) or \
+            not isinstance(spec.get('hyper'), dict) or 'lr' not in spec['hyper']:
+        raise ValueError(f'not an optimizer spec: {str(spec)[:80]}')
+    for k, v in spec['hyper'].items():
+        if not (v is None or isinstance(v, (bool, str)) or number(v)):
+            raise ValueError(f'optimizer spec: hyper-parameter {k}={str(v)[:40]}')
+    if not (spec.get('num_update') is None or isinstance(spec['num_update'], int)):
+        raise ValueError('optimizer spec: num_update must be an int')
+    mapping('lr_mult', number)
+    mapping('wd_mult', number)
+    mapping('mults', lambda v: isinstance(v, list) and len(v) == 2 and
+            all(number(x) for x in v))
+    s = spec.get('lr_scheduler')
+    if s is not None and not (isinstance(s, dict) and isinstance(s.get('class'), str)
+                              and isinstance(s.get('state'), dict)):
+        raise ValueError(f'optimizer spec: bad lr_scheduler {str(s)[:60]}')
+
+
 def optimizer_from_spec(spec, key_type=int):
     """The optimizer :func:`optimizer_spec` described."""
+    _check_spec(spec)
     hyper = dict(spec['hyper'])
     hyper['learning_rate'] = hyper.pop('lr')
     o = opt.create(spec['name'], **hyper)
@@ -102,7 +134,7 @@ class Server:
     def __init__(self, cfg, context=None):
         self.cfg = cfg
         self.ctx = context or zmq.Context.instance()
-        self.router = self.ctx.socket(zmq.ROUTER)
+        self.router = wire.limit(self.ctx.socket(zmq.ROUTER))
         self.router.setsockopt(zmq.LINGER, 2000)
         try:
             self.port = self.router.bind_to_random_port(f'tcp://{cfg.node_host}')
@@ -111,10 +143,14 @@ class Server:
             raise DistributedError(f'server: cannot listen on {cfg.node_host}: '
                                    f'{e} (is DMLC_NODE_HOST an address of this '
                                    f'machine?)') from None
-        self.sched = self.ctx.socket(zmq.DEALER)
+        self.sched = wire.limit(self.ctx.socket(zmq.DEALER), 2 * wire.MAX_HEADER)
         self.sched.setsockopt(zmq.LINGER, 2000)
         self.sched.connect(cfg.scheduler_address)
-        info = join(cfg, self.sched, self.port)
+        # the workers address it as host:port; the scheduler by its sid
+        self.chan = wire.Channel(cfg.secret, name=f'{cfg.node_host}:{self.port}')
+        self.sched_chan = wire.Channel(cfg.secret)
+        self.sid_of = {}                      # a worker socket's identity -> sid
+        info = join(cfg, self.sched, self.sched_chan, self.port)
         self.rank, self.name = info['rank'], info['node']
         self.num_worker = info['num_worker']
         self.trace = Tracer(cfg.trace_dir, self.name)
@@ -132,8 +168,8 @@ class Server:
         return f'{self.name} (pid {os.getpid()} on {self.cfg.node_host})'
 
     def _send(self, ident, op, arrays=(), **meta):
-        return wire.send(self.router, wire.pack(op, self.cfg.secret, arrays, **meta),
-                         to=ident, track=bool(arrays))
+        frames = self.chan.pack(op, arrays, dest=self.sid_of.get(ident), **meta)
+        return wire.send(self.router, frames, to=ident, track=bool(arrays))
 
     # -- the loop ------------------------------------------------------------------
     def run(self):
@@ -158,8 +194,8 @@ class Server:
                 if self._acked is not None:
                     last_ack, self._acked = self._acked, None
                 if now - last_hb >= interval:
-                    wire.send(self.sched, wire.pack('hb', self.cfg.secret,
-                                                    node=self.name))
+                    wire.send(self.sched, self.sched_chan.pack(
+                        'hb', dest=self.cfg.scheduler_address, node=self.name))
                     last_hb = now
                 if now - last_ack > self.cfg.heartbeat_timeout:
                     self._fail(f'{self}: the scheduler at '
@@ -183,11 +219,14 @@ class Server:
 
     def _from_scheduler(self):
         try:
-            _, h, _ = wire.recv(self.sched, self.cfg.secret)
+            _, h, _ = wire.recv(self.sched, self.sched_chan)
         except wire.BadMessage as e:
             log.warning('%s: rejected a message from the scheduler: %s', self, e)
             return False
         op = h['op']
+        if op == 'left' and h.get('rank') is None:
+            log.warning('%s: rejected a left message without a rank', self)
+            return False
         if op == 'hb_ok':
             self._acked = time.monotonic()
         elif op == 'stop':
@@ -211,34 +250,44 @@ class Server:
 
     def _from_worker(self):
         try:
-            ident, h, arrays = wire.recv(self.router, self.cfg.secret, routed=True)
+            ident, h, arrays = wire.recv(self.router, self.chan, routed=True)
         except wire.BadMessage as e:
             log.warning('%s: rejected a message: %s', self, e)
             return
         except zmq.ZMQError as e:
             log.warning('%s: receive failed: %s', self, e)
             return
+        if h.get('sid') is not None:
+            self.sid_of[ident] = h['sid']
         seq, t0 = h.get('seq'), time.time()
         try:
             handler = getattr(self, '_op_' + h['op'], None)
             if handler is None:
                 raise DistributedError(f'unknown op {h["op"]!r}')
+            if seq is None:
+                raise ValueError('a request without seq')
             handler(ident, h, arrays)
             self.trace.record(h['op'], t0, key=h.get('key'), rank=h.get('rank'))
         except DistributedError as e:
             self._send(ident, 'error', seq=seq, message=f'{self}: {e}')
-        except (KeyError, TypeError, ValueError) as e:
+        except Exception as e:                # never die of a request
             log.warning('%s: bad %r request: %s: %s', self, h['op'],
                         type(e).__name__, e)
             self._send(ident, 'error', seq=seq,
-                       message=f'{self}: bad {h["op"]!r} request: {e}')
+                       message=f'{self}: bad {h["op"]!r} request: '
+                               f'{type(e).__name__}: {e}')
 
     # -- the operations ------------------------------------------------------------
     def _kp(self, h):
-        key = h['key']
-        if not isinstance(key, (int, str)) or isinstance(key, bool):
-            raise ValueError(f'bad key {key!r}')
-        return key, int(h['part'])
+        if h.get('key') is None or h.get('part') is None:
+            raise ValueError(f'{h["op"]!r} needs a key and a part')
+        return h['key'], h['part']
+
+    @staticmethod
+    def _one(arrays, op):
+        if len(arrays) != 1:
+            raise ValueError(f'{op!r} carries one array, not {len(arrays)}')
+        return arrays[0]
 
     def _stored(self, kp):
         if kp not in self.store:
@@ -250,7 +299,7 @@ class Server:
         self._send(ident, 'ok', seq=h['seq'])
 
     def _op_init(self, ident, h, arrays):
-        (value,) = arrays
+        value = self._one(arrays, 'init')
         self.store[self._kp(h)] = _nd.array(value, ctx=cpu(0), dtype=value.dtype)
         self._send(ident, 'ok', seq=h['seq'])
 
@@ -262,7 +311,7 @@ class Server:
         self.sending[kp] = [t for t in self.sending[kp] if not t.done] + [tracker]
 
     def _op_push(self, ident, h, arrays):
-        (value,) = arrays
+        value = self._one(arrays, 'push')
         kp = self._kp(h)
         stored = self._stored(kp)
         if value.shape != stored.shape or value.dtype != stored.dtype:
@@ -270,7 +319,17 @@ class Server:
                                    f'key {kp[0]!r}, which holds {stored.dtype.__name__}'
                                    f'{list(stored.shape)}')
         if h.get('sync', True):
-            self._push_sync(kp, int(h['rank']), ident, h['seq'], value)
+            rank = h.get('rank')
+            if rank is None or rank >= self.num_worker:
+                raise ValueError(f'push from rank {rank!r} (there are '
+                                 f'{self.num_worker} workers)')
+            self._push_sync(kp, rank, ident, h['seq'], value)
+        elif self.updater is None:
+            # MXNet's server: "Updater needs to be set for async mode"
+            raise DistributedError(
+                'dist_async needs an optimizer on the servers (a push is '
+                'applied as it arrives, so there is no sum to store): call '
+                'kv.set_optimizer(mx.optimizer.create(...)) before the first push')
         else:
             self._ready.append((kp, value, [(ident, h['seq'])]))
 
@@ -308,10 +367,18 @@ class Server:
                 (later if item[0] in seen else batch).append(item)
                 seen.add(item[0])
             self._ready = later
-            self._apply([(kp, total) for kp, total, _ in batch])
+            answer = {'op': 'ok'}
+            try:
+                self._apply([(kp, total) for kp, total, _ in batch])
+            except Exception as e:       # e.g. an optimizer that cannot update
+                log.error('%s: the update of keys %s failed: %s: %s', self,
+                          [kp[0] for kp, _, _ in batch], type(e).__name__, e)
+                answer = {'op': 'error', 'message': f'{self}: the update failed: '
+                                                    f'{type(e).__name__}: {e}'}
             for _, _, waiting in batch:
                 for ident, seq in waiting:
-                    self._send(ident, 'ok', seq=seq)
+                    self._send(ident, answer['op'], seq=seq,
+                               **{k: v for k, v in answer.items() if k != 'op'})
 
     def _apply(self, updates):
         t0 = time.time()
@@ -336,6 +403,8 @@ class Server:
             self.trace.record('update', t0, keys=[kp[0] for kp, _ in updates])
 
     def _op_set_optimizer(self, ident, h, arrays):
+        if h.get('spec') is None:
+            raise ValueError('set_optimizer without a spec')
         o = optimizer_from_spec(h['spec'], str if h.get('key_type') == 'str' else int)
         self.updater = opt.get_updater(o)
         self._send(ident, 'ok', seq=h['seq'])
@@ -360,15 +429,20 @@ class Server:
         if self.updater is None:
             raise DistributedError('no optimizer on the servers: call '
                                    'kv.set_optimizer first')
+        if h.get('layout') is None or h.get('counts') is None or \
+                h.get('num_update') is None:
+            raise ValueError('set_states needs layout, counts and num_update')
         o, it = self.updater.optimizer, iter(arrays)
-        states = {}
+        counts = {(int(k) if h.get('key_type') != 'str' else k): int(v)
+                  for k, v in h['counts'].items()}
+        states = {}                   # (built whole before anything changes)
         for name, kind in h['layout'].items():
             kt, key, _ = name.split(':', 2)
             key = int(key) if kt == 'int' else key
             states[key] = _states._build(kind, (_nd.array(a, ctx=cpu(0), dtype=a.dtype) for a in it))
+        if next(it, None) is not None:
+            raise ValueError('set_states: more arrays than the layout lists')
         self.updater.states = states
-        counts = {(int(k) if h.get('key_type') != 'str' else k): v
-                  for k, v in h['counts'].items()}
         o._all_index_update_counts = {None: counts, cpu(0): dict(counts)}
         o._index_update_count = counts
         o.num_update = h['num_update']

@@ -59,13 +59,17 @@ class Worker:
     def __init__(self, cfg, context=None):
         self.cfg = cfg
         self.ctx = context or zmq.Context.instance()
-        self.sched = self._dealer(cfg.scheduler_address)
-        info = join(cfg, self.sched)
+        self.sched = self._dealer(cfg.scheduler_address, 2 * wire.MAX_HEADER)
+        self._chan = {self.sched: wire.Channel(cfg.secret)}
+        info = join(cfg, self.sched, self._chan[self.sched])
         self.rank, self.name = info['rank'], info['node']
         self.num_workers, self.num_servers = info['num_worker'], info['num_server']
         self.trace = Tracer(cfg.trace_dir, self.name)
-        self.servers = [self._dealer(f'tcp://{h}:{p}') for h, p in info['servers']]
         self.addresses = [f'{h}:{p}' for h, p in info['servers']]
+        self.servers = [self._dealer(f'tcp://{a}') for a in self.addresses]
+        self._chan.update((s, wire.Channel(cfg.secret)) for s in self.servers)
+        self._dest = dict(zip(self.servers, self.addresses))
+        self._dest[self.sched] = cfg.scheduler_address
         self._poller = zmq.Poller()
         for s in [self.sched] + self.servers:
             self._poller.register(s, zmq.POLLIN)
@@ -100,8 +104,8 @@ class Worker:
     def __str__(self):
         return f'{self.name} (pid {os.getpid()})'
 
-    def _dealer(self, address):
-        s = self.ctx.socket(zmq.DEALER)
+    def _dealer(self, address, limit=wire.FRAME + 64):
+        s = wire.limit(self.ctx.socket(zmq.DEALER), limit)
         s.setsockopt(zmq.LINGER, 2000)
         s.connect(address)
         return s
@@ -117,8 +121,9 @@ class Worker:
         self._check()
         seq = next(self._seq)
         sock = self.sched if server is None else self.servers[server]
-        tracker = wire.send(sock, wire.pack(op, self.cfg.secret, arrays, seq=seq,
-                                            rank=self.rank, **meta), track=bool(arrays))
+        frames = self._chan[sock].pack(op, arrays, dest=self._dest[sock], seq=seq,
+                                       rank=self.rank, **meta)
+        tracker = wire.send(sock, frames, track=bool(arrays))
         if tracker is not None:
             self._unsent.append(tracker)
         return seq
@@ -160,11 +165,11 @@ class Worker:
                 raise DistributedError(f'{what} failed on {self}: {h.get("message")}')
         return out
 
-    def _read(self, sock):
+    def _read(self, sock, chan=None):
         """One message: ``(header, arrays)``, or None when it was rejected.
         News of a dead node (from the scheduler) becomes ``self.failure``."""
         try:
-            _, h, arrays = wire.recv(sock, self.cfg.secret)
+            _, h, arrays = wire.recv(sock, chan or self._chan[sock])
         except wire.BadMessage as e:
             log.warning('%s: rejected a message: %s', self, e)
             return None
@@ -191,7 +196,8 @@ class Worker:
 
     # -- heartbeats (own thread, own socket) --------------------------------------
     def _heartbeat(self):
-        sock = self._dealer(self.cfg.scheduler_address)
+        sock = self._dealer(self.cfg.scheduler_address, 2 * wire.MAX_HEADER)
+        chan = wire.Channel(self.cfg.secret)
         interval, timeout = self.cfg.heartbeat_interval, self.cfg.heartbeat_timeout
         last_ack = time.monotonic()
         try:
@@ -199,10 +205,11 @@ class Worker:
                 waiting = self.waiting
                 info = {} if waiting is None else \
                     {'waiting': waiting[0], 'for_s': time.monotonic() - waiting[1]}
-                wire.send(sock, wire.pack('hb', self.cfg.secret, node=self.name, **info))
+                wire.send(sock, chan.pack('hb', dest=self.cfg.scheduler_address,
+                                          node=self.name, **info))
                 deadline = time.monotonic() + interval
                 while time.monotonic() < deadline and not self._stop.is_set():
-                    got = self._read(sock) if sock.poll(50) else None
+                    got = self._read(sock, chan) if sock.poll(50) else None
                     if got is not None and got[0]['op'] == 'hb_ok':
                         last_ack = time.monotonic()
                 silent = time.monotonic() - last_ack
