@@ -400,6 +400,30 @@ def test_a_deadlock_between_live_workers_is_reported():
         assert "worker 1 in kv.push of keys [0]" in p.err
 
 
+def test_a_long_checkpoint_before_a_barrier_is_no_deadlock():
+    """Worker 1 is 3.3 s away from the barrier worker 0 waits in (the
+    deadlock verdict is at 2 x PS_HEARTBEAT_TIMEOUT = 3 s); then both
+    finish at once.  A verdict from worker 0's last heartbeat, sent before
+    the barrier was released, failed such jobs (3 of 6 runs)."""
+    env = {'PS_HEARTBEAT_TIMEOUT': '1.5'}
+    for run in range(10):
+        procs = dist_job.run('slow_barrier.py', 2, 1, args=(3.3,), env=env,
+                             timeout=40)
+        assert all(p.rc == 0 for p in procs), f'run {run}\n' + dist_job.report(procs)
+        assert all(p.lines == ['done\n'] for p in procs[2:]), dist_job.report(procs)
+
+
+@pytest.mark.parametrize('what,why', [
+    ('async', 'dist_async needs an optimizer on the servers'),
+    ('dup', 'duplicate init of key 5'),
+])
+def test_what_mxnet_refuses_is_refused(what, why):
+    procs = dist_job.run('misuse.py', 2, 1, args=(what,), timeout=30)
+    for w in procs[2:]:
+        assert w.rc == 3 and why in w.err, dist_job.report(procs)
+        assert 'pulled' not in w.out
+
+
 def test_a_worker_that_raises_stops_the_job_at_once_naming_the_error():
     procs = dist_job.run('crash.py', 2, 1, env={'PS_HEARTBEAT_TIMEOUT': '30'},
                          timeout=25)      # long heartbeats: only the news can stop it
