@@ -233,6 +233,14 @@ def test_dist_sync_device_sums_the_workers_devices_first():
         assert r['values'] == {k: [total - 2 * 0.5 * total] * 2 for k in '359'}
 
 
+def test_an_array_of_68_mb_travels_in_frames_of_64_mib():
+    # key 5 holds 17,000,000 float32 on one server: two frames each way
+    procs = dist_job.run('closed_form.py', 2, 1, args=('dist_sync', 1, 17_000_000),
+                         timeout=120)
+    for r in _results(procs):
+        assert r['plain_ok'] and r['values'] == {k: [1.5, 1.5] for k in '359'}
+
+
 def test_dist_async_updates_at_every_push():
     rounds = 4
     procs = dist_job.run('closed_form.py', 3, 2, args=('dist_async', rounds, 2000),
