@@ -833,8 +833,8 @@ def test_exit_drains_work_that_uses_the_kernel_pool():
 
 def test_exit_hook_pushing_work_is_not_an_error():
     # An atexit hook runs after the drain and after the kernel pool has shut
-    # down; the op it pushes still runs (and is drained by nothing: daemon
-    # workers), and nothing reports the pool's refusal as a failure.
+    # down; the big op it pushes and reads still runs (its ranges on the
+    # worker thread), and nothing reports the pool's refusal as a failure.
     out = _run_script("""
     import atexit
     import d2lmini as mx
