@@ -129,14 +129,18 @@ def as_mxnet_error(exc, base=MXNetError):
     """``exc`` as an instance of ``base`` with its built-in type mixed in.
 
     An exception that already is a ``base`` is returned as it is; otherwise
-    the result has ``exc``'s message and ``exc`` as its ``__cause__``.
+    the result has ``exc``'s message, and ``exc`` as its ``__cause__`` if
+    ``exc`` was raised (its traceback says where).  An ``exc`` made only to
+    carry a message is not chained: the traceback would print the same
+    message twice.
     """
     if isinstance(exc, base):
         return exc
     builtin = _builtin_of(type(exc))
     cls = base if builtin is None else mixed_class(base, builtin)
     err = cls(*exc.args) if exc.args else cls(str(exc))
-    err.__cause__ = exc
+    if exc.__traceback__ is not None:
+        err.__cause__ = exc
     return err
 
 

@@ -34,6 +34,9 @@ every array that carries it.  These errors are instances of
 :class:`MXNetError` (:mod:`d2lmini.base`) that also have the kernel's
 built-in error type.
 
+At a normal exit the pushed work is finished first, as in MXNet (an
+error no sync point read is then printed); after Ctrl-C it is dropped.
+
 ``D2LMINI_ENGINE=naive`` (or ``set_engine('naive')``, or
 ``with engine_mode('naive'):``) runs every operation synchronously on the
 calling thread, like MXNet's NaiveEngine: errors then surface at the line
@@ -63,6 +66,7 @@ Two decisions worth knowing:
   op); different threads may use different devices.
 """
 import atexit
+import concurrent.futures.thread  # noqa: F401 - its exit hook before ours
 import ctypes
 import functools
 import os
@@ -70,7 +74,7 @@ import sys
 import threading
 import time
 import traceback
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 
 from . import backend
 from .base import MXNetError, mixed_class, _builtin_of
@@ -816,13 +820,50 @@ def set_blas_threads(n):
 
 
 # --- process life ------------------------------------------------------------------
+# At a normal exit the engine finishes the pushed work, as MXNet does: the
+# worker threads are daemons, so the interpreter would not wait for them on
+# its own, and a worker left inside a kernel while Python tears itself down
+# may crash.  The drain must run early: the elementwise kernels
+# (ndarray/cpu_kernels.py) hand work to a concurrent.futures pool, which
+# refuses new work ("cannot schedule new futures after interpreter
+# shutdown") once its own exit hook has run.  Both hooks are
+# threading._register_atexit hooks, run in reverse order of registration,
+# before the atexit ones; importing concurrent.futures.thread above
+# registers its hook before ours, so ours runs first.  A process ended by
+# Ctrl-C (an uncaught KeyboardInterrupt, or a second one while draining)
+# drops its pending work instead of computing results no one will read;
+# one killed by a signal runs no Python at all.
+_EXIT = {'done': False}
+
+
+def _interrupted():
+    # The uncaught exception that ends the program (set before the hooks run).
+    last = getattr(sys, 'last_exc', None) or getattr(sys, 'last_value', None)
+    return isinstance(last, KeyboardInterrupt)
+
+
+def _drop_pending():
+    # Empty every queue: a worker finishes at most the op it is running.
+    for s in list(_STREAMS.values()):
+        try:
+            while True:
+                s._q.get_nowait()
+        except Empty:
+            pass
+
+
 def _at_exit():
-    # Worker threads are daemons, so the interpreter never waits for them on
-    # its own; finishing the queued work first (as MXNet does at shutdown)
-    # means no worker is inside a kernel while Python tears itself down.
+    if _EXIT['done']:
+        return
+    _EXIT['done'] = True
+    if _interrupted():
+        _drop_pending()
+        return
     try:
         waitall()
-    except EngineError as e:
+    except KeyboardInterrupt:            # Ctrl-C while draining: stop now
+        _drop_pending()
+    except EngineError as e:             # a real failure no one has read
         first = str(e).splitlines()[0]
         print(f'd2lmini: an operation failed and no sync point read its error: '
               f'{first}', file=sys.stderr)
@@ -859,7 +900,10 @@ def _forked_gpu_push(stream, *args, **kwargs):
         f'the first GPU work, or use multiprocessing with "spawn").')
 
 
-atexit.register(_at_exit)
+if hasattr(threading, '_register_atexit'):      # CPython 3.9+
+    threading._register_atexit(_at_exit)
+else:
+    atexit.register(_at_exit)
 if hasattr(os, 'register_at_fork'):
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 

@@ -17,6 +17,10 @@ thread while the current one trains.
 >>> [b.pad for b in it]
 [0, 0, 1]
 """
+import bz2
+import gzip
+import lzma
+import os
 import threading
 import warnings
 import weakref
@@ -25,6 +29,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from .context import cpu
+from .limits import check_load_size, max_load_bytes
 from .ndarray.ndarray import NDArray, array, from_numpy
 
 __all__ = ['DataDesc', 'DataBatch', 'DataIter', 'NDArrayIter', 'CSVIter',
@@ -425,7 +430,7 @@ class CSVIter(DataIter):
 
     @staticmethod
     def _read(path, shape, dtype):
-        rows = np.loadtxt(path, delimiter=',', dtype=dtype, ndmin=2)
+        rows = np.loadtxt(_csv_source(path), delimiter=',', dtype=dtype, ndmin=2)
         if rows.shape[0] == 0:
             raise ValueError(f'CSVIter: {path} holds no rows')
         size = int(np.prod(shape))
@@ -493,6 +498,34 @@ class _WrapsBatches(DataIter):
 
     def getpad(self):
         return self.current_batch.pad
+
+
+# np.loadtxt inflates a file with one of these extensions (NumPy's
+# DataSource); CSVIter opens such a file itself, to stop at the load limit.
+_INFLATE = {'.gz': gzip.open, '.bz2': bz2.open, '.xz': lzma.open, '.lzma': lzma.open}
+
+
+def _csv_source(path):
+    """What ``np.loadtxt`` reads for ``path``: the path itself, or for a
+    compressed file its lines, read no further than the load limit of
+    :mod:`d2lmini.limits` (compressed text declares no size)."""
+    if isinstance(path, (str, os.PathLike)):
+        opener = _INFLATE.get(os.path.splitext(os.fspath(path))[1].lower())
+        if opener is not None:
+            return _lines_up_to_the_limit(path, opener)
+    return path
+
+
+def _lines_up_to_the_limit(path, opener):
+    limit, total = max_load_bytes(), 0
+    with opener(path, 'rb') as f:
+        while True:
+            line = f.readline(limit - total + 1)   # bounded, even with no newline
+            if not line:
+                return
+            total += len(line)
+            check_load_size(path, total, 'its text', at_least=True)
+            yield line.decode('utf-8')
 
 
 class ResizeIter(_WrapsBatches):

@@ -288,6 +288,21 @@ def test_error_in_worker_thread_propagates(threads):
     assert_bits(ck.apply(ck.relu, x - 2), np.maximum(x - 2, 0))
 
 
+def test_a_pool_that_refuses_work_runs_the_ranges_here(threads, monkeypatch):
+    """At interpreter exit concurrent.futures' pools refuse new work ("cannot
+    schedule new futures after interpreter shutdown"); an op pushed then (by
+    an exit hook) runs every range on the calling thread instead of failing."""
+    from concurrent.futures import ThreadPoolExecutor
+    threads(3)
+    shut = ThreadPoolExecutor(2)
+    shut.shutdown()
+    monkeypatch.setattr(ck, '_pool', lambda n: shut)
+    assert _thread_ids(BIG) == {threading.get_ident()}
+    x = _data(np.random.default_rng(5), BIG, np.float32)
+    with np.errstate(all='ignore'):
+        assert_bits(ck.apply(ck.sigmoid, x), oracle(o_sigmoid, x))
+
+
 def test_workers_follow_the_callers_numpy_errstate(threads):
     """np.errstate is context-local: the worker ranges run in the caller's
     context, so 'raise' raises and 'ignore' stays silent wherever the bad

@@ -120,6 +120,19 @@ def test_mixed_contexts(engine_kind):
         assert '(2, 3)' in msg
 
 
+def test_mixed_context_error_is_printed_once():
+    # It used to chain a ValueError with the same text ("The above exception
+    # was the direct cause..."), so the traceback showed the message twice.
+    import traceback
+    x, y = nd.ones((2,), ctx=mx.cpu(0)), nd.ones((2,), ctx=mx.cpu(1))
+    for f in [lambda: x + y, lambda: nd.concat(x, y, x), lambda: x.__iadd__(y)]:
+        with pytest.raises(ValueError) as e:
+            f()
+        text = ''.join(traceback.format_exception(e.type, e.value, e.tb))
+        assert text.count('all inputs must be on the same context') == 1, text
+        assert 'direct cause' not in text and 'During handling' not in text
+
+
 @pytest.mark.parametrize('bad', [
     lambda x: nd.sum(x, axes=1),
     lambda x: nd.mean(x, dims=0),
@@ -242,7 +255,12 @@ def test_as_mxnet_error_mixes_in_the_builtin_type(builtin):
     err = mx.base.as_mxnet_error(builtin('what went wrong'))
     assert isinstance(err, mx.MXNetError) and isinstance(err, builtin)
     assert 'what went wrong' in str(err)
-    assert isinstance(err.__cause__, builtin)
+    assert err.__cause__ is None        # a message only: nothing to chain
+    try:
+        raise builtin('raised')
+    except builtin as e:
+        err = mx.base.as_mxnet_error(e)
+    assert isinstance(err.__cause__, builtin)   # a raised one: its traceback
     assert type(err) is type(mx.base.as_mxnet_error(builtin('again')))   # cached
     plain = mx.base.as_mxnet_error(OSError('disk'))       # cannot mix: plain base
     assert type(plain) is mx.MXNetError and 'disk' in str(plain)

@@ -398,6 +398,40 @@ def test_trailing_bytes(tmp_path):
     _assert_clear(excinfo, path, 'trailing bytes')
 
 
+def test_gzip_bomb_is_refused_before_inflating(tmp_path, monkeypatch):
+    """A gzip file whose IDX header declares more than the load limit of
+    d2lmini.limits is refused from its header, before the data is inflated
+    (this one: 23 KB on disk, 23.5 MB inflated, the limit lowered to 1 MiB)."""
+    import tracemalloc
+    path = tmp_path / TEST_IMAGES
+    path.write_bytes(gzip.compress(_idx(2051, (30000, 28, 28))))
+    assert path.stat().st_size < 100_000
+    monkeypatch.setenv('D2LMINI_MAX_LOAD_BYTES', '1M')
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as excinfo:
+            fmf.read_idx_images(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000, peak
+    message = str(excinfo.value)
+    assert type(excinfo.value).__name__ == 'LoadLimitError'
+    assert str(path) in message and 'IDX header (30000 x 28 x 28)' in message
+    assert '23,520,016 bytes' in message and '1,048,576 bytes' in message
+    assert 'D2LMINI_MAX_LOAD_BYTES' in message
+    monkeypatch.delenv('D2LMINI_MAX_LOAD_BYTES')            # the default: 4 GiB
+    assert fmf.read_idx_images(path).shape == (30000, 28, 28)
+
+
+def test_gzip_trailing_bytes_are_counted_not_kept(tmp_path):
+    path = tmp_path / TEST_LABELS
+    path.write_bytes(gzip.compress(_idx(2049, (3,), b'\x01\x02\x03') + bytes(10_000)))
+    with pytest.raises(fmf.CorruptDataError) as excinfo:
+        fmf.read_idx_labels(path)
+    _assert_clear(excinfo, path, 'trailing bytes', '3 data bytes but more than')
+
+
 @pytest.mark.parametrize('blob', [b'', b'\x00\x00', b'\x00\x00\x08\x03\x00\x00'])
 def test_empty_or_header_cut(tmp_path, blob):
     path = tmp_path / TEST_IMAGES[:-3]

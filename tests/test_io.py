@@ -306,3 +306,92 @@ def test_load_never_unpickles(tmp_path):
              'arr_0.npy': _npy(np.array([{'x': 1}], dtype=object))})
     with pytest.raises(ValueError, match='not a valid NDArray file'):
         nd.load(str(f))
+
+
+# --- what a file may make a load allocate (d2lmini.limits) -------------------------------
+def _legacy_npz(path, arrays, compression=zipfile.ZIP_DEFLATED):
+    meta = {'format': 'd2lmini-ndarray', 'version': 1, 'kind': 'list', 'keys': None,
+            'count': len(arrays)}
+    with zipfile.ZipFile(path, 'w', compression) as z:
+        z.writestr('__d2lmini__.json', json.dumps(meta))
+        for i, a in enumerate(arrays):
+            z.writestr(f'arr_{i}.npy', _npy(a))
+
+
+def test_npz_bomb_is_refused_before_inflating(tmp_path, monkeypatch):
+    """A small legacy .npz that inflates past the load limit is refused from
+    its headers: the error names the file, the declared size, the limit and
+    how to raise it, and the load allocated next to nothing."""
+    import tracemalloc
+    f = tmp_path / 'bomb.params'
+    _legacy_npz(f, [np.zeros(5_000_000, np.float32)] * 2)     # 2 x 20 MB of zeros
+    assert f.stat().st_size < 100_000
+    monkeypatch.setenv('D2LMINI_MAX_LOAD_BYTES', '1M')
+    tracemalloc.start()
+    try:
+        with pytest.raises(mx.limits.LoadLimitError) as e:
+            nd.load(str(f))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000, peak                             # not 20 MB, not 40 MB
+    msg = str(e.value)
+    assert isinstance(e.value, ValueError) and isinstance(e.value, mx.MXNetError)
+    assert str(f) in msg and 'its 2 arrays' in msg
+    assert '40,000,256 bytes' in msg and '1,048,576 bytes' in msg
+    assert 'D2LMINI_MAX_LOAD_BYTES=1G' in msg
+    monkeypatch.setenv('D2LMINI_MAX_LOAD_BYTES', '1G')        # raised: it loads
+    back = nd.load(str(f))
+    assert [b.shape for b in back] == [(5_000_000,)] * 2
+
+
+def test_npz_limit_defaults_to_the_module_constant(tmp_path, monkeypatch):
+    f = tmp_path / 'x.params'
+    _legacy_npz(f, [np.zeros(1000, np.float32)])
+    monkeypatch.delenv('D2LMINI_MAX_LOAD_BYTES', raising=False)
+    monkeypatch.setattr(mx.limits, 'MAX_LOAD_BYTES', 1000)
+    with pytest.raises(mx.limits.LoadLimitError, match='4,128 bytes'):
+        nd.load(str(f))
+    monkeypatch.setattr(mx.limits, 'MAX_LOAD_BYTES', 4 << 30)
+    assert nd.load(str(f))[0].shape == (1000,)
+
+
+def test_npz_header_that_disagrees_with_the_member_is_refused(tmp_path):
+    # An .npy header declaring 10**12 float64 in front of 16 bytes: refused
+    # from the header, without reading (or allocating) the declared size.
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {'descr': '<f8', 'fortran_order': False, 'shape': (10 ** 12,)})
+    meta = {'format': 'd2lmini-ndarray', 'version': 1, 'kind': 'list', 'keys': None,
+            'count': 1}
+    f = tmp_path / 'liar.params'
+    with zipfile.ZipFile(f, 'w', zipfile.ZIP_DEFLATED) as z:
+        z.writestr('__d2lmini__.json', json.dumps(meta))
+        z.writestr('arr_0.npy', header.getvalue() + b'\0' * 16)
+    with pytest.raises(ndio.NDArrayFileError,
+                       match=r'not a valid NDArray file: arr_0.npy: its header '
+                             r'declares shape \(1000000000000,\) of float64, '
+                             r'8,000,000,000,000 bytes, but the member holds 16'):
+        nd.load(str(f))
+
+
+def _params_header(shape, flag=0):
+    return (struct.pack('<QQQ', ndio.LIST_MAGIC, 0, 1)
+            + struct.pack('<Iii', ndio.V2_MAGIC, 0, len(shape))
+            + struct.pack(f'<{len(shape)}q', *shape)
+            + struct.pack('<iii', 1, 0, flag))
+
+
+@pytest.mark.parametrize('shape, declared', [
+    ((1_000_000, 1_000_000), '4,000,000,000,000 bytes'),
+    ((1 << 62, 8), '147,573,952,589,676,412,928 bytes'),     # past int64: exact
+], ids=['huge', 'int64-overflow'])
+def test_params_declaring_more_than_the_file_holds(tmp_path, shape, declared):
+    f = tmp_path / 'huge.params'
+    f.write_bytes(_params_header(shape) + b'\0' * 16 + struct.pack('<Q', 0))
+    with pytest.raises(ndio.NDArrayFileError) as e:
+        nd.load(str(f))
+    msg = str(e.value)
+    assert str(f) in msg and f'declares shape {shape} of float32' in msg
+    assert declared in msg and 'only 24 bytes are left in the file' in msg
+

@@ -2,6 +2,7 @@
 stream oracle), ResizeIter, PrefetchingIter (threads stopped, errors passed on)."""
 import copy
 import gc
+import gzip
 import math
 import pickle
 import threading
@@ -465,6 +466,40 @@ def test_csv_iter_errors(tmp_path):
         mx.io.CSVIter(data_csv=data, data_shape=(3,), shufle=True)
     with pytest.raises(ValueError, match='batch_size'):
         mx.io.CSVIter(data_csv=data, data_shape=(3,), batch_size=0)
+
+
+@pytest.mark.parametrize('ext, opener', [('.gz', 'gzip'), ('.bz2', 'bz2'),
+                                         ('.xz', 'lzma')])
+def test_csv_iter_compressed_files_stop_at_the_load_limit(tmp_path, monkeypatch,
+                                                          ext, opener):
+    """NumPy inflates x.csv.gz by its extension; the text read is counted,
+    and reading stops at d2lmini's load limit (compressed text declares no
+    size), with an error that says what to do."""
+    import importlib
+    module = importlib.import_module(opener)
+    rows = np.arange(30).reshape(10, 3)
+    text = ''.join(','.join(map(str, r)) + '\n' for r in rows).encode()
+    path = tmp_path / f'x.csv{ext}'
+    with module.open(path, 'wb') as f:
+        f.write(text)
+    it = mx.io.CSVIter(data_csv=str(path), data_shape=(3,), batch_size=10)
+    np.testing.assert_array_equal(it.next().data[0].asnumpy(), rows)
+    monkeypatch.setenv('D2LMINI_MAX_LOAD_BYTES', '40')
+    with pytest.raises(mx.limits.LoadLimitError,
+                       match=r'x.csv.*its text would decode to at least 41 bytes.*'
+                             r'more than the load limit of 40 bytes.*'
+                             r'D2LMINI_MAX_LOAD_BYTES'):
+        mx.io.CSVIter(data_csv=str(path), data_shape=(3,), batch_size=10)
+
+
+def test_csv_iter_one_endless_line_is_not_read_whole(tmp_path, monkeypatch):
+    path = tmp_path / 'x.csv.gz'
+    with gzip.open(path, 'wb') as f:
+        for _ in range(100):
+            f.write(b'0,' * 50_000)              # 10 MB, no newline
+    monkeypatch.setenv('D2LMINI_MAX_LOAD_BYTES', '1M')
+    with pytest.raises(mx.limits.LoadLimitError, match='at least 1,048,577 bytes'):
+        mx.io.CSVIter(data_csv=str(path), data_shape=(3,))
 
 
 def test_labels_longer_than_the_data_are_cut_with_a_warning():

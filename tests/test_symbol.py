@@ -372,6 +372,56 @@ def test_corrupt_json_errors_name_what_is_wrong(text, message):
         mx.sym.load_json(text)
 
 
+def _split(name, n, src=0):
+    return {'op': 'split', 'name': name, 'attrs': {'num_outputs': str(n)},
+            'inputs': [[src, 0, 0]]}
+
+
+def _relu_with(attr):
+    return _graph([X, {'op': 'FullyConnected', 'name': 'fc',
+                       'attrs': {'num_hidden': attr}, 'inputs': [[0, 0, 0]]}],
+                  [[1, 0, 0]])
+
+
+@pytest.mark.parametrize('text, message', [
+    # Python's parser ran out of stack on these: a bare MemoryError, or a
+    # RecursionError, with no word about the file (issue 25)
+    (_relu_with('-' * 100000 + '1'), "attribute 'num_hidden' of node 'fc'.*nested"),
+    (_relu_with('1+' * 100000 + '1'), "attribute 'num_hidden' of node 'fc'.*nested"),
+    ('{"nodes": ' + '[' * 100000 + ']' * 100000 + ', "heads": []}', 'nested too deeply'),
+    # a split into 10**10 outputs in a few bytes; list_outputs, get_internals
+    # and infer_shape then allocated per output
+    (_graph([X, _split('s', 10 ** 10)], [[1, 0, 0]]),
+     r"more than 1,048,576 outputs \(node 's' \(split\) has 10,000,000,000\)"),
+    (_graph([X] + [_split(f's{i}', 600000) for i in range(2)], [[1, 0, 0]]),
+     "more than 1,048,576 outputs"),
+    (_graph([X, _split('s', 'abc')], [[1, 0, 0]]), "node 's' .*no valid number"),
+    (_graph([X, _split('s', 0)], [[1, 0, 0]]), "node 's' .*no valid number"),
+    # negative indices used to wrap around to the last node
+    (_graph([X, {'op': 'relu', 'name': 'y', 'inputs': [[-1, 0, 0]]}], [[1, 0, 0]]),
+     r"input 0 of node 'y' refers to \[-1, 0, 0\]"),
+    (_graph([X], [[-1, 0, 0]]), r"head 0 refers to \[-1, 0, 0\]"),
+    (_graph([X], [[0.5, 0, 0]]), r"head 0 refers to \[0.5, 0, 0\]"),
+    (_graph([X, {'op': 'relu', 'name': 'y', 'attrs': 5, 'inputs': [[0, 0, 0]]}],
+            [[1, 0, 0]]), "attributes of node 'y'"),
+    (_graph([X, {'op': ['relu'], 'name': 'y', 'inputs': [[0, 0, 0]]}], [[1, 0, 0]]),
+     "node 1 is malformed \\('op' is not a string"),
+    ('{"nodes": {"a": 1}, "heads": []}', "'nodes' is a list"),
+], ids=['deep-unary-attr', 'deep-sum-attr', 'deep-json', 'split-1e10',
+        'splits-over-the-total', 'num_outputs-abc', 'num_outputs-0',
+        'negative-input', 'negative-head', 'float-head', 'attrs-not-object',
+        'op-not-string', 'nodes-not-list'])
+def test_crafted_json_is_refused_clearly(text, message):
+    with pytest.raises(MXNetError, match=message):
+        mx.sym.load_json(text)
+
+
+def test_a_large_but_sane_split_still_loads():
+    text = _graph([X, _split('s', 1000)], [[1, 999, 0]])
+    s = mx.sym.load_json(text)
+    assert s.list_outputs() == ['s_output999']
+
+
 def test_corrupt_file_error_names_the_file(tmp_path):
     bad = tmp_path / 'bad-symbol.json'
     bad.write_text('{"nodes": [')

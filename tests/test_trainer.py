@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import d2lmini as mx
-from d2lmini import autograd, engine, gluon, init, nd
+from d2lmini import autograd, gluon, init, nd
 
 CTX2 = [mx.cpu(0), mx.cpu(1)]
 
@@ -138,28 +138,82 @@ def test_a_custom_kvstore_is_used():
     assert calls == [(0, 2), (1, 2)]
 
 
-def test_stale_gradients_are_reported():
-    old = engine.set_engine('threaded')       # the sync engine numbers no writes
-    try:
-        params = _params([mx.cpu(0)])
-        extra = gluon.Parameter('unused_weight', shape=(2,))
-        extra.initialize(init.One(), ctx=mx.cpu(0))
-        trainer = gluon.Trainer(params + [extra], 'sgd', {'learning_rate': 0.1})
-        X, Y = _data()
-        _backward(params, X, Y, [mx.cpu(0)])
-        trainer.step(8)                        # first step: nothing known yet
-        _backward(params, X, Y, [mx.cpu(0)])
-        with pytest.raises(UserWarning, match='unused_weight.*ignore_stale_grad'):
-            trainer.step(8)
-        before = params[0].data().asnumpy()
-        trainer.step(8, ignore_stale_grad=True)
-        assert not np.allclose(params[0].data().asnumpy(), before)
-        after = params[0].data().asnumpy()
-        trainer.step(8, ignore_stale_grad=True)    # all stale now: nothing moves
-        np.testing.assert_array_equal(params[0].data().asnumpy(), after)
-        np.testing.assert_array_equal(extra.data().asnumpy(), [1, 1])
-    finally:
-        engine.set_engine(old)
+# MXNet 1.9.1's text (gluon/trainer.py, Trainer._update), word for word.
+_STALE = ('Gradient of Parameter `{}` on context {} has not been updated by '
+          'backward since last `step`. This could mean a bug in your model that '
+          'made it only use a subset of the Parameters (Blocks) for this '
+          'iteration. If you are intentionally only using a subset, call step '
+          'with ignore_stale_grad=True to suppress this warning and skip '
+          'updating of Parameters with stale gradient')
+
+
+def test_stale_gradients_are_reported(engine_kind):
+    params = _params([mx.cpu(0)])
+    extra = gluon.Parameter('unused_weight', shape=(2,))
+    extra.initialize(init.One(), ctx=mx.cpu(0))
+    trainer = gluon.Trainer(params + [extra], 'sgd', {'learning_rate': 0.1})
+    X, Y = _data()
+    _backward(params, X, Y, [mx.cpu(0)])
+    with pytest.raises(UserWarning) as e:      # the first step too
+        trainer.step(8)
+    assert str(e.value) == _STALE.format('unused_weight', 'cpu(0)')
+    before = params[0].data().asnumpy()
+    trainer.step(8, ignore_stale_grad=True)
+    assert not np.allclose(params[0].data().asnumpy(), before)
+    after = params[0].data().asnumpy()
+    with pytest.raises(UserWarning, match='dense0_weight.*ignore_stale_grad'):
+        trainer.step(8)                        # consumed: stale now
+    trainer.step(8, ignore_stale_grad=True)    # all stale now: nothing moves
+    np.testing.assert_array_equal(params[0].data().asnumpy(), after)
+    np.testing.assert_array_equal(extra.data().asnumpy(), [1, 1])
+
+
+@pytest.mark.parametrize('kvstore, update_on_kvstore', [
+    (None, None), ('device', True), ('device', False), ('local', True)])
+def test_step_before_any_backward_raises(engine_kind, kvstore, update_on_kvstore):
+    """MXNet: a gradient no backward has written is stale, so a step before
+    the first backward raises instead of updating with zero gradients."""
+    params = _params(CTX2)
+    before = _values(params)
+    trainer = gluon.Trainer(params, 'sgd', {'learning_rate': 0.1, 'wd': 0.5},
+                            kvstore=kvstore, update_on_kvstore=update_on_kvstore)
+    with pytest.raises(UserWarning) as e:
+        trainer.step(8)
+    assert str(e.value) == _STALE.format('dense0_weight', 'cpu(0)')
+    trainer.step(8, ignore_stale_grad=True)    # skips every parameter
+    for got, want in zip(_values(params), before):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)  # wd would have moved them
+    X, Y = _data()
+    _backward(params, X, Y, CTX2)              # now it steps
+    trainer.step(8)
+    assert not np.allclose(params[0].list_data()[0].asnumpy(), before[0][0])
+
+
+def test_one_context_without_backward_is_named(engine_kind):
+    # One context has a gradient, the other not: the message names the other.
+    params = _params(CTX2)
+    trainer = gluon.Trainer(params, 'sgd', {'learning_rate': 0.1}, kvstore=None)
+    X, Y = _data()
+    _backward(params, X, Y, [mx.cpu(0)])
+    with pytest.raises(UserWarning) as e:
+        trainer.step(8)
+    assert str(e.value) == _STALE.format('dense0_weight', 'cpu(1)')
+
+
+def test_allreduce_then_update_checks_stale_gradients(engine_kind):
+    params = _params(CTX2)
+    trainer = gluon.Trainer(params, 'sgd', {'learning_rate': 0.1},
+                            update_on_kvstore=False)
+    trainer.allreduce_grads()                  # reduces nothing, checks nothing
+    with pytest.raises(UserWarning, match='dense0_weight'):
+        trainer.update(8)
+    X, Y = _data()
+    _backward(params, X, Y, CTX2)
+    trainer.allreduce_grads()
+    trainer.update(8)
+    with pytest.raises(UserWarning, match='dense0_weight'):
+        trainer.update(8)
 
 
 def test_grad_req_null_is_skipped():

@@ -31,7 +31,6 @@ each context's updates go out as one fused kernel per step
 kernels run at the same time, each on its device's stream.
 """
 from .. import optimizer as opt
-from .. import engine
 from .. import kvstore as kvs
 from ..kvstore import states as _states
 
@@ -78,10 +77,10 @@ class Trainer:
     Notes
     -----
     A parameter whose gradient no backward has written since the last step
-    (a stale gradient: the parameter took no part in the loss) raises a
+    (a stale gradient: the parameter took no part in the loss, or no
+    ``backward()`` ran at all, as before the first one) raises MXNet's
     ``UserWarning`` naming it, unless ``step(..., ignore_stale_grad=True)``,
-    which skips it.  The check needs the threaded engine, which numbers
-    every write; under the naive engine it is not made.
+    which skips it.
 
     Examples
     --------
@@ -116,8 +115,6 @@ class Trainer:
         self._updaters = []
         self._kvstore = None
         self._reset_kvstore()
-        self._grad_stamps = {}
-        self._pending_fresh = None
 
     # -- set-up ----------------------------------------------------------------------
     def _init_optimizer(self, optimizer, optimizer_params):
@@ -263,27 +260,19 @@ class Trainer:
         self._optimizer.rescale_grad = scale
 
     # -- stale gradients ------------------------------------------------------------------
-    @staticmethod
-    def _stamp(grad):
-        """Identifies the last write to ``grad``; None where it cannot tell."""
-        if grad._stream is engine._NAIVE:
-            return None           # the synchronous engine numbers no writes
-        return id(grad), id(grad._stream), grad._seq
-
+    # MXNet's rule: every copy (one per context) of a parameter with
+    # grad_req != 'null' must have a *fresh* gradient, one a backward pass
+    # wrote since the last update consumed it (``NDArray._fresh_grad``, set
+    # by autograd.backward, cleared here).  A gradient never written counts
+    # as stale, so a step before the first backward is an error too.
     def _fresh(self):
         """Per parameter, per context: was the gradient written since last step?
 
         ``None`` for parameters with ``grad_req='null'``.
         """
-        fresh = []
-        for i, p in enumerate(self._params):
-            if p.grad_req == 'null':
-                fresh.append(None)
-                continue
-            fresh.append([self._grad_stamps.get((i, j)) is None
-                          or self._stamp(g) != self._grad_stamps[(i, j)]
-                          for j, g in enumerate(p.list_grad())])
-        return fresh
+        return [None if p.grad_req == 'null' else
+                [bool(w._fresh_grad) for w in p.list_data()]
+                for p in self._params]
 
     def _check_stale(self, fresh):
         for p, row in zip(self._params, fresh):
@@ -298,11 +287,16 @@ class Trainer:
                     f'ignore_stale_grad=True to suppress this warning and skip '
                     f'updating of Parameters with stale gradient')
 
-    def _remember_grads(self):
-        for i, p in enumerate(self._params):
-            if p.grad_req != 'null':
-                for j, g in enumerate(p.list_grad()):
-                    self._grad_stamps[(i, j)] = self._stamp(g)
+    def _consume(self, fresh):
+        # The gradients used by this step are stale from now on.  (MXNet
+        # clears them only when the contexts run the update, so with
+        # update_on_kvstore it reports a gradient that was never written,
+        # but not one that went stale later; here both paths report both.)
+        for p, row in zip(self._params, fresh):
+            if row is not None:
+                for w, was_fresh in zip(p.list_data(), row):
+                    if was_fresh:
+                        w._fresh_grad = False
 
     # -- the step -------------------------------------------------------------------------
     def step(self, batch_size, ignore_stale_grad=False):
@@ -326,8 +320,7 @@ class Trainer:
                 'allreduce_grads() when parameters are updated on kvstore is not '
                 'supported. Try setting `update_on_kvstore` to False when '
                 'creating trainer.')
-        self._pending_fresh = self._fresh()
-        self._allreduce_grads(self._pending_fresh)
+        self._allreduce_grads(self._fresh())
 
     def _allreduce_grads(self, fresh):
         kv = self._kvstore
@@ -359,9 +352,7 @@ class Trainer:
                 'supported. Try setting `update_on_kvstore` to False when '
                 'creating trainer.')
         self._check_and_rescale_grad(self._scale / batch_size)
-        fresh, self._pending_fresh = self._pending_fresh, None
-        if fresh is None:
-            fresh = self._fresh()
+        fresh = self._fresh()
         if not ignore_stale_grad:
             self._check_stale(fresh)
         self._update(fresh)
@@ -380,7 +371,7 @@ class Trainer:
             for upd, (idx, grads, weights) in zip(self._updaters, work):
                 if idx:
                     upd(idx, grads, weights)
-        self._remember_grads()
+        self._consume(fresh)
 
     # -- checkpoints -----------------------------------------------------------------------
     def save_states(self, fname):

@@ -142,11 +142,18 @@ def run(kernel, out, *inputs, scratch=None, chunk=CHUNK):
     # each range runs in a copy of the caller's context: NumPy's error state
     # (np.errstate, np.seterr) is a context variable, so a worker honours the
     # caller's 'ignore' or 'raise' as the one-thread expression would
-    jobs = [pool.submit(contextvars.copy_context().run, _walk, kernel, flat, lo, hi,
-                        scratch, out.dtype, chunk)
-            for lo, hi in bounds[1:]]
+    jobs, mine = [], [bounds[0]]
+    for lo, hi in bounds[1:]:
+        try:
+            jobs.append(pool.submit(contextvars.copy_context().run, _walk, kernel,
+                                    flat, lo, hi, scratch, out.dtype, chunk))
+        except RuntimeError:
+            # The interpreter is exiting and the pool takes no more work
+            # (an op pushed by an exit hook): this thread runs the range.
+            mine.append((lo, hi))
     try:
-        _walk(kernel, flat, *bounds[0], scratch, out.dtype, chunk)
+        for lo, hi in mine:
+            _walk(kernel, flat, lo, hi, scratch, out.dtype, chunk)
     finally:
         for j in jobs:
             j.result()

@@ -25,9 +25,18 @@ semantics, where ndim 0 is a scalar: MXNet loads it inside
 
 Writes go to a temporary name that is renamed into place, so a crash never
 leaves a half-written file.  Nothing here unpickles: a file cannot run code.
+
+Reading allocates nothing a file does not justify.  An array whose shape
+and dtype ask for more bytes than are left in the file is refused (the
+MXNet format is stored uncompressed, so a load allocates about the file's
+size).  The legacy ``.npz`` files are compressed, so their declared sizes
+(the zip members' headers, each ``.npy`` header's shape and dtype) are
+checked against the load limit of :mod:`d2lmini.limits` (4 GiB, or
+``$D2LMINI_MAX_LOAD_BYTES``) before anything is inflated.
 """
 import io
 import json
+import math
 import os
 import struct
 import uuid
@@ -37,6 +46,7 @@ import numpy as np
 
 from .. import backend, engine
 from ..context import Context, cpu
+from ..limits import LoadLimitError, check_load_size
 from .ndarray import NDArray, array
 
 __all__ = ['save', 'load', 'load_frombuffer']
@@ -190,7 +200,12 @@ def _read_array(r, i):
     if not 0 <= flag < len(DTYPES):
         raise ValueError(f'array {i}: unknown dtype flag {flag}')
     dtype = np.dtype(DTYPES[flag]).newbyteorder('<')
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)                   # exact: no int64 overflow
+    left = len(r.buf) - r.pos
+    if n * dtype.itemsize > left:
+        raise ValueError(f'array {i} declares shape {tuple(shape)} of {dtype.name}, '
+                         f'{n * dtype.itemsize:,} bytes, but only {left:,} bytes are '
+                         f'left in the file (truncated, or not an NDArray file)')
     data = r.take(n * dtype.itemsize, f'array {i} data ({n} x {dtype.name})')
     a = np.frombuffer(data, dtype).astype(DTYPES[flag]).reshape(shape)
     return a, dev_type, dev_id
@@ -218,19 +233,54 @@ def _parse(buf):
     return arrays, (names if k else None)
 
 
-def _parse_npz(buf):
-    """The same from d2lmini's earlier format: an npz with a JSON header entry."""
+def _parse_npz(buf, source):
+    """The same from d2lmini's earlier format: an npz with a JSON header entry.
+
+    Compressed, so the sizes its headers declare are checked against the
+    load limit before a byte is inflated (see :mod:`d2lmini.limits`).
+    """
     with zipfile.ZipFile(io.BytesIO(buf)) as z:
-        meta = json.loads(z.read('__d2lmini__.json'))
+        head = z.getinfo('__d2lmini__.json')
+        check_load_size(source, head.file_size, 'its header entry')
+        meta = json.loads(z.read(head))
         if not isinstance(meta, dict) or meta.get('format') != 'd2lmini-ndarray' \
                 or meta.get('version') != 1 or meta.get('kind') not in ('list', 'dict'):
             raise ValueError('unknown npz header')
-        arrays = [(np.load(io.BytesIO(z.read(f'arr_{i}.npy')), allow_pickle=False),
-                   1, 0) for i in range(meta['count'])]
+        count = meta.get('count')
+        if not isinstance(count, int) or not 0 <= count < len(z.infolist()):
+            raise ValueError(f'bad array count {count!r}')
+        infos = [z.getinfo(f'arr_{i}.npy') for i in range(count)]
+        check_load_size(source, sum(info.file_size for info in infos),
+                        f'its {count} array{"" if count == 1 else "s"}')
+        arrays = [(_read_npy(z, info), 1, 0) for info in infos]
     names = meta['keys'] if meta['kind'] == 'dict' else None
     if names is not None and len(names) != len(arrays):
         raise ValueError('inconsistent npz header')
     return arrays, names
+
+
+def _read_npy(z, info):
+    """One ``.npy`` member: its header must agree with the zip's size."""
+    fmt = np.lib.format
+    with z.open(info) as f:
+        version = fmt.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = fmt.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran, dtype = fmt.read_array_header_2_0(f)
+        else:
+            raise ValueError(f'{info.filename}: .npy version {version} not supported')
+        if dtype.hasobject:
+            raise ValueError(f'{info.filename}: object arrays are not loaded')
+        nbytes = math.prod(shape) * dtype.itemsize
+        if f.tell() + nbytes != info.file_size:
+            raise ValueError(f'{info.filename}: its header declares shape {shape} '
+                             f'of {dtype}, {nbytes:,} bytes, but the member holds '
+                             f'{info.file_size - f.tell():,}')
+        data = f.read(nbytes)
+    if len(data) != nbytes:
+        raise ValueError(f'{info.filename}: truncated')
+    return np.frombuffer(data, dtype).reshape(shape, order='F' if fortran else 'C')
 
 
 def _place(a, dev_type, dev_id, ctx):
@@ -245,9 +295,11 @@ def loads(buf, ctx=None, source='buffer'):
     """Load MXNet NDArray bytes (or d2lmini's older npz bytes) from ``buf``."""
     try:
         if bytes(buf[:2]) == b'PK':
-            arrays, names = _parse_npz(buf)
+            arrays, names = _parse_npz(buf, source)
         else:
             arrays, names = _parse(buf)
+    except LoadLimitError:
+        raise                              # says what it is, and what to do
     except (ValueError, KeyError, TypeError, UnicodeDecodeError, EOFError,
             struct.error, zipfile.BadZipFile) as e:
         raise NDArrayFileError(f'{source}: not a valid NDArray file: {e}') from None
@@ -261,7 +313,10 @@ def load(fname, ctx=None):
     Arrays go to ``ctx`` if given, else where MXNet would put them (the
     saved GPU if present, else ``cpu(0)``).  A corrupt or truncated file
     raises :class:`NDArrayFileError` (an ``MXNetError`` and a ``ValueError``)
-    naming the file.
+    naming the file; so does an array that declares more data than the
+    file holds.  A legacy ``.npz`` file that would inflate past the load
+    limit (4 GiB; ``$D2LMINI_MAX_LOAD_BYTES``, see :mod:`d2lmini.limits`)
+    raises :class:`d2lmini.limits.LoadLimitError` before inflating it.
     """
     with open(fname, 'rb') as f:           # OSError (missing file) passes through
         buf = f.read()

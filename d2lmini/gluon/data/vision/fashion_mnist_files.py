@@ -1,8 +1,9 @@
 """Locate, download and parse the Fashion-MNIST IDX files.
 
 This module is deliberately self-contained (standard library and NumPy only;
-``tqdm`` is imported lazily for the download progress bar) so that it can be
-used and tested without the rest of ``d2lmini``.  It knows nothing about
+``tqdm`` is imported lazily for the download progress bar, and
+:mod:`d2lmini.limits` when a gzip file is inflated) so that it can be used
+and tested without the rest of ``d2lmini``.  It knows nothing about
 ``NDArray`` or ``Dataset``; it hands plain NumPy arrays to whoever wraps it.
 
 Where the files are looked for, in this order (see :func:`search_dirs`):
@@ -30,6 +31,12 @@ Environment variables (read only by this module, at call time):
     Base of the user cache; default ``~/.d2lmini``.
 ``D2LMINI_FASHION_MNIST_URL``
     Base URL to download from instead of :data:`URL_BASE`.
+
+A gzip-compressed file is inflated only as far as its IDX header declares,
+and a header that declares more than the load limit of
+:mod:`d2lmini.limits` (4 GiB, or ``$D2LMINI_MAX_LOAD_BYTES``) is refused
+before anything is inflated: a small file cannot make the reader allocate
+gigabytes.
 
 Only downloads are checked against :data:`SHA256`.  Files found on disk are
 validated structurally by the IDX parser instead, because equally valid
@@ -422,25 +429,67 @@ def _corrupt(path, problem):
 
 
 def _read_maybe_gzip(path):
-    """Return the file's bytes, gunzipped if it starts with the gzip magic."""
+    """``(data, extra, more)``: the file's bytes, gunzipped if it starts
+    with the gzip magic; for a gzip file, ``data`` stops where its IDX
+    header says the data ends, ``extra`` counts the bytes after that (not
+    kept), and ``more`` says there are more than were counted."""
     path = Path(path)
     with open(path, 'rb') as f:
         if f.read(2) == _GZIP_MAGIC:
             f.seek(0)
             try:
-                return gzip.decompress(f.read())
+                with gzip.GzipFile(fileobj=f) as g:
+                    return _gunzip_idx(path, g)
             except (EOFError, OSError, zlib.error) as exc:
                 raise _corrupt(path, f'gzip data is damaged ({exc})') from exc
         # A bytearray lets the arrays built on it be writable without a copy.
         f.seek(0)
         buf = bytearray(os.fstat(f.fileno()).st_size)
         del buf[f.readinto(buf):]
-        return buf
+        return buf, 0, False
+
+
+def _gunzip_idx(path, g):
+    # Inflate the header, then as many bytes as it declares (if the load
+    # limit allows them), then count what follows without keeping it, up
+    # to as much again: reading to the end is what checks the CRC.
+    data = bytearray(g.read(4))
+    if len(data) < 4 or struct.unpack('>I', data)[0] not in (IMAGES_MAGIC,
+                                                            LABELS_MAGIC):
+        return data, 0, False            # _parse_idx says what is wrong
+    ndim = data[3]                       # 3 for images, 1 for labels
+    data += g.read(4 * ndim)
+    if len(data) < 4 + 4 * ndim:
+        return data, 0, False            # header cut short
+    dims = struct.unpack(f'>{ndim}I', data[4:])
+    declared = len(data) + _prod(dims)
+    from d2lmini.limits import check_load_size   # the package's one limit
+    check_load_size(path, declared, f'its IDX header ({" x ".join(map(str, dims))})')
+    step = 1 << 20
+    while len(data) < declared:
+        chunk = g.read(min(step, declared - len(data)))
+        if not chunk:
+            return data, 0, False        # truncated: _parse_idx says so
+        data += chunk
+    extra = 0
+    while extra <= declared:
+        chunk = g.read(step)
+        if not chunk:
+            return data, extra, False
+        extra += len(chunk)
+    return data, extra, True
+
+
+def _prod(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
 
 
 def _parse_idx(path, expected_magic, what):
     """Check an IDX file's header against its size; return (buffer, dims, offset)."""
-    data = _read_maybe_gzip(path)
+    data, extra, more = _read_maybe_gzip(path)
     if len(data) < 4:
         raise _corrupt(path, f'only {len(data)} bytes, too short for an IDX header')
     (magic,) = struct.unpack('>I', data[:4])
@@ -457,13 +506,14 @@ def _parse_idx(path, expected_magic, what):
     if len(data) < offset:
         raise _corrupt(path, f'header cut short: {len(data)} bytes, need {offset}')
     dims = struct.unpack(f'>{ndim}I', data[4:offset])
-    expected = int(np.prod(dims, dtype=np.int64))
-    actual = len(data) - offset
+    expected = _prod(dims)
+    actual = len(data) - offset + extra
     if actual != expected:
         shape = ' x '.join(map(str, dims))
         problem = 'truncated' if actual < expected else 'has trailing bytes'
         raise _corrupt(path, f'{problem}: header declares {shape} = {expected:,} '
-                             f'data bytes but {actual:,} follow')
+                             f'data bytes but {"more than " if more else ""}'
+                             f'{actual:,} follow')
     return data, dims, offset
 
 

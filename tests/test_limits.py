@@ -1,0 +1,31 @@
+"""d2lmini.limits: the load limit every decompressing loader checks first."""
+import pytest
+
+from d2lmini import limits
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('', limits.MAX_LOAD_BYTES), ('12345', 12345), ('1K', 1024), ('16G', 16 << 30),
+    ('512 MiB', 512 << 20), ('2t', 2 << 40), ('3GB', 3 << 30)])
+def test_env_var_sets_the_limit(monkeypatch, value, expected):
+    monkeypatch.setenv(limits.ENV_VAR, value)
+    assert limits.max_load_bytes() == expected
+
+
+@pytest.mark.parametrize('value', ['lots', '-1', '1.5G', '4 GB please'])
+def test_env_var_junk_says_what_it_wants(monkeypatch, value):
+    monkeypatch.setenv(limits.ENV_VAR, value)
+    with pytest.raises(ValueError, match='D2LMINI_MAX_LOAD_BYTES=.*number of bytes'):
+        limits.max_load_bytes()
+
+
+def test_check_load_size(monkeypatch):
+    monkeypatch.delenv(limits.ENV_VAR, raising=False)
+    monkeypatch.setattr(limits, 'MAX_LOAD_BYTES', 1000)
+    limits.check_load_size('f.npz', 1000, 'its arrays')            # at the limit
+    with pytest.raises(limits.LoadLimitError) as e:
+        limits.check_load_size('f.npz', 3 << 30, 'its arrays')
+    msg = str(e.value)
+    assert msg.startswith('f.npz: its arrays would decode to 3,221,225,472 bytes '
+                          '(3.0 GiB), more than the load limit of 1,000 bytes')
+    assert 'D2LMINI_MAX_LOAD_BYTES=3G' in msg and 'MAX_LOAD_BYTES' in msg
