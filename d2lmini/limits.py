@@ -21,6 +21,15 @@ binary suffix: ``16G``, ``512M``)::
 
     $ D2LMINI_MAX_LOAD_BYTES=16G python train.py
 
+A file far under that limit can still be a bomb: the issue that brought
+this module in found an 800 MB one of 796 KiB.  So while
+``D2LMINI_MAX_LOAD_BYTES`` is unset, a compressed input that declares more
+than ``BOMB_FLOOR`` (256 MiB) must also declare at most ``BOMB_RATIO``
+(100) times its compressed size.  Real weights hardly compress (float32
+noise: about 1.1 times); only long runs of one value, such as zeros, reach
+the hundreds.  Setting the variable says how much you trust your files,
+and turns this second rule off.
+
 Formats stored uncompressed need no such limit, because what a file
 declares is checked against the bytes it really holds: an array in MXNet's
 ``.params`` format whose shape asks for more bytes than are left in the
@@ -28,17 +37,23 @@ file is refused, so a load never allocates much more than the file's own
 size.  Symbol JSON files are bounded the same way (see
 :func:`d2lmini.symbol.load_json`).
 
->>> check_load_size('bomb.npz', 800 * 10**6, 'its arrays')   # under 4 GiB: fine
+>>> check_load_size('big.npz', 800 * 10**6, 'its arrays')   # under 4 GiB: fine
+>>> check_load_size('bomb.npz', 800 * 10**6, 'its arrays', stored=815_000)
+Traceback (most recent call last):
+...
+d2lmini.limits.LoadLimitError: bomb.npz: its arrays would decode to 800,000,000 bytes (762.9 MiB) from 815,000 compressed bytes, 982 times more; ...
 """
 import os
 import re
 
 from .base import MXNetError
 
-__all__ = ['MAX_LOAD_BYTES', 'ENV_VAR', 'LoadLimitError', 'max_load_bytes',
+__all__ = ['MAX_LOAD_BYTES', 'BOMB_FLOOR', 'BOMB_RATIO', 'ENV_VAR', 'LoadLimitError', 'max_load_bytes',
            'check_load_size']
 
 MAX_LOAD_BYTES = 4 << 30        # 4 GiB: a Fashion-MNIST split is 47 MB
+BOMB_FLOOR = 256 << 20          # beyond this, a compressed input must not
+BOMB_RATIO = 100                # declare more than 100 x its stored size
 ENV_VAR = 'D2LMINI_MAX_LOAD_BYTES'
 _SUFFIX = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
 
@@ -67,15 +82,27 @@ def _human(n):
     return f'{n} bytes'
 
 
-def check_load_size(source, declared, what, at_least=False):
+def check_load_size(source, declared, what, at_least=False, stored=None):
     """Raise :class:`LoadLimitError` if ``declared`` bytes exceed the limit.
 
     ``source`` names the file, ``what`` the part of it that declares the
     size (``'its 3 arrays'``).  Call it before allocating.  A stream that
     declares no size is checked as it is read: ``at_least=True`` says that
-    ``declared`` bytes were decoded so far.
+    ``declared`` bytes were decoded so far.  ``stored``: the compressed
+    bytes that decode to ``declared`` (for the ratio rule).
     """
     limit = max_load_bytes()
+    if stored is not None and not os.environ.get(ENV_VAR, '').strip() and \
+            declared > BOMB_FLOOR and declared > BOMB_RATIO * max(stored, 1):
+        raise LoadLimitError(
+            f'{source}: {what} would decode to {declared:,} bytes '
+            f'({_human(declared)}) from {stored:,} compressed bytes, '
+            f'{declared / max(stored, 1):,.0f} times more; beyond '
+            f'{_human(BOMB_FLOOR)} at most {BOMB_RATIO} times is allowed, '
+            f'so nothing was loaded. Real weights hardly compress: this file '
+            f'is likely damaged or malicious. If you trust it, set '
+            f'{ENV_VAR} (e.g. {ENV_VAR}={-(-declared // (1 << 30))}G), which '
+            f'also turns this check off.')
     if declared <= limit:
         return
     need = -(-declared // (1 << 30))                 # whole GiB, rounded up

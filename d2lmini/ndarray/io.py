@@ -251,7 +251,8 @@ def _parse_npz(buf, source):
             raise ValueError(f'bad array count {count!r}')
         infos = [z.getinfo(f'arr_{i}.npy') for i in range(count)]
         check_load_size(source, sum(info.file_size for info in infos),
-                        f'its {count} array{"" if count == 1 else "s"}')
+                        f'its {count} array{"" if count == 1 else "s"}',
+                        stored=sum(info.compress_size for info in infos))
         arrays = [(_read_npy(z, info), 1, 0) for info in infos]
     names = meta['keys'] if meta['kind'] == 'dict' else None
     if names is not None and len(names) != len(arrays):

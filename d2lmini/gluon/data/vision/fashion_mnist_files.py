@@ -464,7 +464,8 @@ def _gunzip_idx(path, g):
     dims = struct.unpack(f'>{ndim}I', data[4:])
     declared = len(data) + _prod(dims)
     from d2lmini.limits import check_load_size   # the package's one limit
-    check_load_size(path, declared, f'its IDX header ({" x ".join(map(str, dims))})')
+    check_load_size(path, declared, f'its IDX header ({" x ".join(map(str, dims))})',
+                    stored=os.fstat(g.fileobj.fileno()).st_size)
     step = 1 << 20
     while len(data) < declared:
         chunk = g.read(min(step, declared - len(data)))
