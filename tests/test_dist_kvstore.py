@@ -92,11 +92,18 @@ def _header(**h):
     (_header(arrays=[['float32', [2 ** 32, 2 ** 32]]]) + [b''], 'truncated'),
     (_header(arrays=[['float32', [1] * 33]]) + [b'1234'], 'bad array spec'),
     (_header(arrays=[['float32', [-1]]]) + [b''], 'bad array spec'),
-    ([b'{' * (1 << 17)], 'header of 131072 bytes'),
+    ([b' ' * ((1 << 20) + 1)], 'header of 1048577 bytes'),
 ])
 def test_wire_refuses_malformed_headers_before_any_handler(frames, why):
     with pytest.raises(wire.BadMessage, match=why):
         wire.unpack(frames, None)
+
+
+def test_wire_cuts_long_messages_and_refuses_to_send_huge_headers():
+    h, _ = wire.unpack(wire.pack('abort', message='x' * 100000), None)
+    assert len(h['message']) == wire.MAX_TEXT and h['message'].endswith('cut short]')
+    with pytest.raises(ValueError, match="'states' message header of"):
+        wire.pack('states', layout={str(i): 1 for i in range(100000)})
 
 
 def test_wire_cuts_big_arrays_into_frames(monkeypatch):

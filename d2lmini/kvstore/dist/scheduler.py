@@ -65,7 +65,7 @@ class Scheduler:
     def __init__(self, cfg, context=None):
         self.cfg = cfg
         self.ctx = context or zmq.Context.instance()
-        self.sock = wire.limit(self.ctx.socket(zmq.ROUTER), 2 * wire.MAX_HEADER)
+        self.sock = wire.limit(self.ctx.socket(zmq.ROUTER), wire.SCHEDULER_FRAME)
         self.sock.setsockopt(zmq.LINGER, 2000)
         self.chan = wire.Channel(cfg.secret, name=cfg.scheduler_address)
         try:

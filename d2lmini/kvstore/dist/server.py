@@ -143,7 +143,7 @@ class Server:
             raise DistributedError(f'server: cannot listen on {cfg.node_host}: '
                                    f'{e} (is DMLC_NODE_HOST an address of this '
                                    f'machine?)') from None
-        self.sched = wire.limit(self.ctx.socket(zmq.DEALER), 2 * wire.MAX_HEADER)
+        self.sched = wire.limit(self.ctx.socket(zmq.DEALER), wire.SCHEDULER_FRAME)
         self.sched.setsockopt(zmq.LINGER, 2000)
         self.sched.connect(cfg.scheduler_address)
         # the workers address it as host:port; the scheduler by its sid

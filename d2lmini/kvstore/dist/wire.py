@@ -18,8 +18,9 @@ frames is joined, one copy).
 What a receiver checks, in this order, before it believes anything:
 
 1. **size**: every socket that receives is opened with :func:`limit`, so
-   ZeroMQ drops a peer that announces a frame larger than FRAME before it
-   allocates it; a header longer than MAX_HEADER is refused unread.
+   ZeroMQ drops a peer that announces a frame larger than FRAME (to or from
+   the scheduler: SCHEDULER_FRAME) before it allocates it; a header longer
+   than MAX_HEADER is refused unread (and never sent: :func:`pack` raises).
 2. **signature** (with a secret): the HMAC over the raw frames, before the
    header is parsed at all; a peer without the secret gets no further.
 3. **form**: the header is a JSON object of depth at most 8, and every
@@ -52,7 +53,9 @@ __all__ = ['BadMessage', 'BadSignature', 'Channel', 'pack', 'unpack', 'send',
 
 VERSION = 1
 DTYPES = ('float16', 'float32', 'float64', 'uint8', 'int8', 'int32', 'int64')
-MAX_HEADER = 1 << 16          # bytes of JSON
+MAX_HEADER = 1 << 20          # bytes of JSON (a model's layout of states)
+MAX_TEXT = 4000               # characters of an error message sent
+SCHEDULER_FRAME = 1 << 16     # the largest frame to or from the scheduler
 MAX_DEPTH = 8                 # nesting of the header's lists and objects
 MAX_NDIM = 32                 # as NumPy
 FRAME = 64 << 20              # the largest frame anybody sends
@@ -105,9 +108,15 @@ def _chunks(buf):
 def pack(op, secret=None, arrays=(), **meta):
     """The frames of one message: header, array buffers[, signature]."""
     arrays = [np.asarray(a) for a in arrays]
+    text = meta.get('message')
+    if isinstance(text, str) and len(text) > MAX_TEXT:    # (a huge exception)
+        meta['message'] = text[:MAX_TEXT - 16] + ' [... cut short]'
     header = dict(meta, v=VERSION, op=op,
                   arrays=[[a.dtype.name, list(a.shape)] for a in arrays])
     frames = [json.dumps(header, separators=(',', ':')).encode()]
+    if len(frames[0]) > MAX_HEADER:       # the receiver would refuse it
+        raise ValueError(f'a {op!r} message header of {len(frames[0]):,} bytes: '
+                         f'at most {MAX_HEADER:,} can be sent')
     for a in arrays:
         # (ascontiguousarray would turn a 0-d array into a 1-d one: reshape first)
         frames += _chunks(np.ascontiguousarray(a.reshape(-1)).view(np.uint8))

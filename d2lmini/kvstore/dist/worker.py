@@ -59,7 +59,7 @@ class Worker:
     def __init__(self, cfg, context=None):
         self.cfg = cfg
         self.ctx = context or zmq.Context.instance()
-        self.sched = self._dealer(cfg.scheduler_address, 2 * wire.MAX_HEADER)
+        self.sched = self._dealer(cfg.scheduler_address, wire.SCHEDULER_FRAME)
         self._chan = {self.sched: wire.Channel(cfg.secret)}
         info = join(cfg, self.sched, self._chan[self.sched])
         self.rank, self.name = info['rank'], info['node']
@@ -196,7 +196,7 @@ class Worker:
 
     # -- heartbeats (own thread, own socket) --------------------------------------
     def _heartbeat(self):
-        sock = self._dealer(self.cfg.scheduler_address, 2 * wire.MAX_HEADER)
+        sock = self._dealer(self.cfg.scheduler_address, wire.SCHEDULER_FRAME)
         chan = wire.Channel(self.cfg.secret)
         interval, timeout = self.cfg.heartbeat_interval, self.cfg.heartbeat_timeout
         last_ack = time.monotonic()
