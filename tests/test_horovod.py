@@ -7,9 +7,11 @@ process on the joined batch (training), or with what the issue asks of a
 fault (a clear error naming the tensor and ranks, or an exit in bounded
 time, never a hang).
 """
+import contextlib
 import json
 import os
 import re
+import signal
 import sys
 
 import numpy as np
@@ -244,3 +246,29 @@ def test_a_rank_killed_mid_training_ends_the_job(tmp_path):
     assert (tmp_path / 'epochs.1').read_text() == '2'   # it trained, then died
     assert int((tmp_path / 'epochs.0').read_text()) <= 2  # rank 0 stopped too
     assert 'FINISHED' not in job.out(0)
+
+
+# ------------------------------- a rank stopped in the middle of the data
+@pytest.mark.parametrize('what, call', [('mpi', "allreduce 'big' (mpi)"),
+                                        ('ring', "allreduce 'big' (ring)"),
+                                        ('allgather', "allgather 'big' (mpi)"),
+                                        ('broadcast', "broadcast 'big' (mpi)")])
+def test_a_rank_stopped_mid_collective_times_out_and_the_job_ends(tmp_path, what, call):
+    """Rank 1 stops (SIGSTOP) after both ranks agreed on the collective:
+    rank 0 waits for the data at most HOROVOD_TIMEOUT, raises, and its error
+    ends the job; a collective after the timeout fails at once."""
+    pid_file = tmp_path / 'pid.1'
+    try:
+        job, lines = _failed(f'stop_{what}', tmp_path, horovod_timeout=3)
+    finally:
+        if pid_file.exists():              # mpi_job killed it; make sure
+            pid = int(pid_file.read_text())
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+    assert pid_file.exists(), job.report()         # it did stop
+    assert len(lines) == 1 and lines[0].startswith('rank 0: caught'), lines
+    assert call in lines[0] and 'waited 3 s (HOROVOD_TIMEOUT)' in lines[0], lines
+    assert job.seconds < 40, job.report()          # not the 60 s default
+    after = (tmp_path / 'after.0').read_text()
+    assert after.startswith('an earlier collective of this rank failed'), after

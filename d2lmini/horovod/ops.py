@@ -2,11 +2,13 @@
 
 Each call first makes sure every rank is in the *same* collective: the
 ranks exchange a short record (operation, name, shape, dtype, root) and
-compare them.  A rank that called something else is named in the error,
-and a rank that never comes is waited for at most ``HOROVOD_TIMEOUT``
-seconds (Horovod's coordinator plays this part).  Then the data moves, by
-the MPI library's own collective or by :func:`.ring.ring_allreduce`.
+compare them.  A rank that called something else is named in the error
+(Horovod's coordinator plays this part).  Then the data moves, by the MPI
+library's own collective or by :func:`.ring.ring_allreduce`.  Every wait,
+for the other ranks to arrive and for the data, lasts at most
+``HOROVOD_TIMEOUT`` seconds (:mod:`.wait`).
 """
+import contextlib
 import hashlib
 import itertools
 import json
@@ -19,12 +21,20 @@ from ..ndarray import ndarray as _nd
 from . import nccl as _nccl
 from . import ring as _ring
 from .basics import HorovodError, _State, _check
+from .wait import finish, give_up
 
 __all__ = ['allreduce', 'allreduce_', 'grouped_allreduce', 'allgather',
            'broadcast', 'broadcast_', 'broadcast_parameters']
 
 RECORD = 256                     # bytes of the record each rank shows the others
 _unnamed = itertools.count()
+
+
+def _ready():
+    _check()
+    if _State.failed is not None:
+        raise HorovodError(f'an earlier collective of this rank failed, so the job '
+                           f'cannot go on: {_State.failed}')
 
 
 def _agree(op, name, shape, dtype, **extra):
@@ -38,25 +48,40 @@ def _agree(op, name, shape, dtype, **extra):
                        'dtype': str(dtype), **extra}, separators=(',', ':'))
     raw = mine.encode()[:RECORD].ljust(RECORD, b' ')
     everyone = np.empty((comm.size, RECORD), np.uint8)
-    req = comm.Iallgather(np.frombuffer(raw, np.uint8), everyone)
-    start, pause = time.monotonic(), 1e-6
-    while not req.Test():
-        waited = time.monotonic() - start
-        if waited > _State.settings['timeout']:
-            raise HorovodError(
-                f'rank {comm.rank}: waited {waited:.0f} s (HOROVOD_TIMEOUT) for the '
-                f'other ranks to reach {op} {name!r}: a rank died, hangs, or '
-                f'called different collectives (every rank must make the same '
-                f'calls in the same order)')
-        if waited > 1e-3:              # give the CPU to the ranks we wait for
-            time.sleep(pause)
-            pause = min(2 * pause, 2e-4)
+    # a rank still computing is a straggler, not a fault: nap soon, and
+    # give it the core
+    finish(comm.Iallgather(np.frombuffer(raw, np.uint8), everyone),
+           f'for the other ranks to reach {op} {name!r}: a rank died, hangs, or '
+           f'called different collectives (every rank must make the same calls '
+           f'in the same order)', spin=1e-3, nap=2e-4)
     records = [bytes(row).decode(errors='replace').rstrip() for row in everyone]
     if len(set(records)) > 1:
         lines = '; '.join(f'rank {i}: {rec}' for i, rec in enumerate(records))
         raise HorovodError(f'{op} {name!r}: the ranks disagree: {lines}')
     if _State.timeline is not None:
         _State.timeline.record(name, 'negotiate', t0, 0, op)
+
+
+def _gatherv(mine, what):
+    """Every rank's 1-D array ``mine`` (lengths may differ) as a list, in
+    rank order, and the arrays joined."""
+    comm = _State.comm
+    counts = np.empty(comm.size, np.int64)
+    finish(comm.Iallgather(np.array([mine.size], np.int64), counts), what)
+    out = np.empty(int(counts.sum()), mine.dtype)
+    finish(comm.Iallgatherv(mine, (out, counts)), what)
+    ends = np.cumsum(counts)
+    return [out[e - c:e] for c, e in zip(counts, ends)], out
+
+
+@contextlib.contextmanager
+def _data(op, name, how):
+    """The data phase: a wait that times out (:mod:`.wait`) ends the job."""
+    try:
+        yield
+    except HorovodError as e:
+        give_up(f'{op} {name!r} ({how}): {e}; every rank had reached this '
+                f'{op}, so a rank died, hangs or was stopped in the middle of it')
 
 
 def _name(name, op):
@@ -73,14 +98,15 @@ def _algorithm(algorithm):
 def _sum_(buf, algorithm):
     """Sum the NumPy array ``buf`` over the ranks, in place."""
     from mpi4py import MPI
+    comm, timeout = _State.comm, _State.settings['timeout']
     if algorithm == 'ring':
-        _ring.ring_allreduce(_State.comm, buf)
-    elif buf.dtype == np.float16:      # MPI has no standard half type
-        wide = buf.astype(np.float32)
-        _State.comm.Allreduce(MPI.IN_PLACE, wide, op=MPI.SUM)
+        _ring.ring_allreduce(comm, buf, timeout=timeout)
+        return
+    # MPI has no standard half type: float16 is summed as float32
+    wide = buf.astype(np.float32) if buf.dtype == np.float16 else buf
+    finish(comm.Iallreduce(MPI.IN_PLACE, wide, op=MPI.SUM), 'for the data')
+    if wide is not buf:
         buf[...] = wide
-    else:
-        _State.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
 
 
 def _timed(op, name, nbytes, algorithm=''):
@@ -99,7 +125,7 @@ def grouped_allreduce(tensors, average=True, name=None, priority=0,
     ``prescale_factor`` before the sum and the result by
     ``postscale_factor`` (and by ``1/size()`` when ``average``).
     """
-    _check()
+    _ready()
     tensors = list(tensors)
     outs = [None] * len(tensors)
     name = _name(name, 'grouped_allreduce')
@@ -133,10 +159,11 @@ def grouped_allreduce(tensors, average=True, name=None, priority=0,
         done = _timed('allreduce', fused, buf.nbytes, how)
         if prescale_factor != 1.0:
             buf *= buf.dtype.type(prescale_factor)
-        if on_gpu:
-            _nccl.allreduce_(_State.comm, buf)
-        else:
-            _sum_(buf, algorithm)
+        with _data('allreduce', fused, how):
+            if on_gpu:
+                _nccl.allreduce_(_State.comm, buf)
+            else:
+                _sum_(buf, algorithm)
         post = postscale_factor / (_State.comm.size if average else 1)
         if post != 1.0:
             buf *= buf.dtype.type(post)
@@ -172,28 +199,26 @@ def allreduce_(tensor, average=True, name=None, priority=0, prescale_factor=1.0,
 def allgather(tensor, name=None, priority=0):
     """The ranks' tensors concatenated along axis 0, in rank order (their
     first dimensions may differ; the others must not)."""
-    _check()
-    comm, name = _State.comm, _name(name, 'allgather')
+    _ready()
+    name = _name(name, 'allgather')
     mine = backend.to_numpy(tensor._value())
     if mine.ndim == 0:
         raise HorovodError(f'allgather {name!r}: a scalar has no axis 0 to '
                            f'concatenate along; reshape it to (1,)')
     _agree('allgather', name, ('*',) + mine.shape[1:], mine.dtype)
     done = _timed('allgather', name, mine.nbytes)
-    counts = np.empty(comm.size, np.int64)
-    comm.Allgather(np.array([mine.size], np.int64), counts)
-    out = np.empty(int(counts.sum()), mine.dtype)
     wide = mine.dtype == np.float16               # no half type in MPI
-    send = mine.reshape(-1).view(np.uint16) if wide else mine.reshape(-1)
-    recv = out.view(np.uint16) if wide else out
-    comm.Allgatherv(send, (recv, counts))
+    flat = mine.reshape(-1)
+    with _data('allgather', name, 'mpi'):
+        _, out = _gatherv(flat.view(np.uint16) if wide else flat, 'for the data')
     done()
-    return _nd.from_numpy(out.reshape((-1,) + mine.shape[1:])).as_in_context(tensor.context)
+    out = out.view(mine.dtype).reshape((-1,) + mine.shape[1:])
+    return _nd.from_numpy(out).as_in_context(tensor.context)
 
 
 def broadcast(tensor, root_rank, name=None, priority=0):
     """``root_rank``'s ``tensor``, on every rank, as a new NDArray."""
-    _check()
+    _ready()
     comm, name = _State.comm, _name(name, 'broadcast')
     if not 0 <= int(root_rank) < comm.size:
         raise HorovodError(f'broadcast {name!r}: root_rank {root_rank} is not a '
@@ -201,7 +226,8 @@ def broadcast(tensor, root_rank, name=None, priority=0):
     buf = backend.to_numpy(tensor._value()).copy()
     _agree('broadcast', name, buf.shape, buf.dtype, root=int(root_rank))
     done = _timed('broadcast', name, buf.nbytes)
-    comm.Bcast(buf.view(np.uint8), root=int(root_rank))
+    with _data('broadcast', name, 'mpi'):
+        finish(comm.Ibcast(buf.view(np.uint8), root=int(root_rank)), 'for the data')
     done()
     return _nd.from_numpy(buf).as_in_context(tensor.context)
 
