@@ -70,8 +70,8 @@ try:
             with open(os.path.join(outdir, 'pid.1'), 'w') as f:
                 f.write(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGSTOP)
-        # rank 1 stops at its second wait: the first is the agreement's
-        # (ops), or the ring's first message
+        # rank 1 stops at its second wait: in ops the first one is the
+        # agreement's; in the ring, its first message has arrived
         module, fn = (ring, 'wait') if what == 'ring' else (ops, 'finish')
         if rank == 1:
             waits, calls = getattr(module, fn), []
