@@ -7,9 +7,11 @@ process on the joined batch (training), or with what the issue asks of a
 fault (a clear error naming the tensor and ranks, or an exit in bounded
 time, never a hang).
 """
+import contextlib
 import json
 import os
 import re
+import signal
 import sys
 
 import numpy as np
@@ -244,3 +246,58 @@ def test_a_rank_killed_mid_training_ends_the_job(tmp_path):
     assert (tmp_path / 'epochs.1').read_text() == '2'   # it trained, then died
     assert int((tmp_path / 'epochs.0').read_text()) <= 2  # rank 0 stopped too
     assert 'FINISHED' not in job.out(0)
+
+
+# --------------------------- disagreements, whatever the tensor's name
+LONG = 'resnet152_v1_stage4_bottleneck' * 10      # as in disagree.py
+
+
+@pytest.mark.parametrize('case, n_ranks, says', [
+    ('dtype', 2, "the dtype: 'float32' on rank 0, 'int32' on rank 1"),
+    ('dtype', 3, "the dtype: 'float32' on ranks 0 and 2, 'int32' on rank 1"),
+    ('shape', 2, 'the shape: [2,3] on rank 0, [3,2] on rank 1'),
+    ('size', 2, 'the shape: [3] on rank 0, [5] on rank 1'),
+    ('name', 2, f"the name: '{LONG}_gamma' on rank 0, '{LONG}_beta' on rank 1"),
+    ('op', 2, "the op: 'allreduce' on rank 0, 'broadcast' on rank 1"),
+    ('grouped', 2, 'the shape of tensor 1 (of 3): [3,2] on rank 0, [3,3] on rank 1'),
+], ids=['dtype', 'dtype-3-ranks', 'shape', 'size', 'name', 'op', 'grouped'])
+def test_every_rank_names_what_differs_and_the_job_goes_on(
+        tmp_path, case, n_ranks, says):
+    """The ranks compare the whole record of the call, even with a name of
+    300 characters (a record cut at 256 bytes once hid the shape and dtype:
+    float32 summed with int32 gave garbage, (3,) against (5,) ended in an
+    MPI abort).  Every rank raises before any data moves, so the job can go
+    on: the next allreduce is right."""
+    job = _ok(mpi_job.run('disagree.py', n_ranks, [case, tmp_path], timeout=60))
+    for r in range(n_ranks):
+        caught = (tmp_path / f'caught.{r}').read_text()
+        assert caught.startswith('HorovodError: '), caught
+        assert 'the ranks disagree on ' + says in caught, caught
+        total = n_ranks * (n_ranks + 1) / 2
+        assert float((tmp_path / f'after.{r}').read_text()) == total, job.report()
+
+
+# ------------------------------- a rank stopped in the middle of the data
+@pytest.mark.parametrize('what, call', [('mpi', "allreduce 'big' (mpi)"),
+                                        ('ring', "allreduce 'big' (ring)"),
+                                        ('allgather', "allgather 'big' (mpi)"),
+                                        ('broadcast', "broadcast 'big' (mpi)")])
+def test_a_rank_stopped_mid_collective_times_out_and_the_job_ends(tmp_path, what, call):
+    """Rank 1 stops (SIGSTOP) after both ranks agreed on the collective:
+    rank 0 waits for the data at most HOROVOD_TIMEOUT, raises, and its error
+    ends the job; a collective after the timeout fails at once."""
+    pid_file = tmp_path / 'pid.1'
+    try:
+        job, lines = _failed(f'stop_{what}', tmp_path, horovod_timeout=3)
+    finally:
+        if pid_file.exists():              # mpi_job killed it; make sure
+            pid = int(pid_file.read_text())
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+    assert pid_file.exists(), job.report()         # it did stop
+    assert len(lines) == 1 and lines[0].startswith('rank 0: caught'), lines
+    assert call in lines[0] and 'waited 3 s (HOROVOD_TIMEOUT)' in lines[0], lines
+    assert job.seconds < 40, job.report()          # not the 60 s default
+    after = (tmp_path / 'after.0').read_text()
+    assert after.startswith('an earlier collective of this rank failed'), after

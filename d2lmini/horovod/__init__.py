@@ -17,7 +17,9 @@ Code written for ``horovod.mxnet`` runs by changing that one import.
 :mod:`.basics`       ``init``, ``size``, ``rank``, ``local_rank``; the settings
 :mod:`.ring`         the ring allreduce over MPI point-to-point, from scratch
 :mod:`.ops`          ``allreduce``, ``grouped_allreduce`` (tensor fusion),
-                     ``allgather``, ``broadcast``, ``broadcast_parameters``
+                     ``allgather``, ``broadcast``, ``broadcast_parameters``;
+                     the ranks' agreement on each call
+:mod:`.wait`         every wait bounded by ``HOROVOD_TIMEOUT``
 :mod:`.trainer`      ``DistributedTrainer``, ``DistributedOptimizer``
 :mod:`.compression`  ``Compression.none`` / ``fp16`` for the gradients
 :mod:`.nccl`         GPU tensors summed on their device by NCCL (through CuPy)

@@ -13,8 +13,10 @@ here and nowhere else:
 ``HOROVOD_TIMELINE``             a file: each rank writes a Chrome trace of
                                  its collectives (``.rank<r>`` added before
                                  the extension when there are several ranks)
-``HOROVOD_TIMEOUT``              seconds a rank waits for the others to
-                                 reach the same collective (60)
+``HOROVOD_TIMEOUT``              the longest wait of a collective, in
+                                 seconds: for the other ranks to reach it,
+                                 and for each of its transfers (60); see
+                                 :mod:`.wait`
 ===============================  ===========================================
 """
 import json
@@ -39,6 +41,7 @@ class _State:
     local = None
     settings = None
     timeline = None
+    failed = None        # why the job cannot go on (a wait timed out)
 
 
 def settings():

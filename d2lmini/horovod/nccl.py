@@ -4,7 +4,8 @@ NCCL runs its own ring (or tree) between the GPUs, over NVLink or PCIe,
 without copying the gradients to host memory.  The ranks agree on a
 communicator through MPI once (rank 0 makes NCCL's unique id and
 broadcasts its bytes); after that each allreduce is one NCCL call on the
-tensor's device, followed by waiting for that device's stream.
+tensor's device, followed by waiting for that device's stream (polled,
+for at most ``HOROVOD_TIMEOUT`` seconds, as every wait: :mod:`.wait`).
 
 Written for machines with GPUs and not run on the CPU-only machines this
 package is developed on (``hvd.nccl_built()`` says whether it is used).
@@ -12,6 +13,7 @@ package is developed on (``hvd.nccl_built()`` says whether it is used).
 import numpy as np
 
 from .. import backend
+from .wait import finish
 
 __all__ = ['usable', 'allreduce_']
 
@@ -29,7 +31,7 @@ def _communicator(mpi_comm, device_id):
         uid = np.zeros(128, np.int8)
         if mpi_comm.rank == 0:
             uid[:] = np.array(nccl.get_unique_id(), np.int64).astype(np.int8)
-        mpi_comm.Bcast(uid, root=0)
+        finish(mpi_comm.Ibcast(uid, root=0), "for rank 0's NCCL id")
         _comms[device_id] = nccl.NcclCommunicator(mpi_comm.size, tuple(int(v) for v in uid),
                                                   mpi_comm.rank)
     return _comms[device_id]
@@ -47,5 +49,5 @@ def allreduce_(mpi_comm, array):
         stream = backend.xp_of(array).cuda.get_current_stream()
         comm.allReduce(array.data.ptr, array.data.ptr, array.size,
                        types[array.dtype.name], nccl.NCCL_SUM, stream.ptr)
-        stream.synchronize()
+        finish(lambda: stream.done, 'for the GPU (NCCL)')
     return array

@@ -14,9 +14,14 @@ Every rank sends ``2 (n - 1) / n`` times the buffer, whatever ``n``: the
 ring uses every link all the time and no link more than the others.
 Within a step the incoming chunk arrives in segments, all posted at once
 (non-blocking), and each segment is added as soon as it is there, so the
-additions overlap the transfer of the rest.
+additions overlap the transfer of the rest.  Every wait is
+:func:`.wait.wait`: with a ``timeout``, a neighbour that stops (dies,
+hangs) makes this rank raise ``HorovodError`` instead of waiting forever.
 """
 import numpy as np
+
+from .basics import HorovodError
+from .wait import wait
 
 __all__ = ['ring_allreduce', 'SEGMENT']
 
@@ -27,15 +32,16 @@ def _segments(lo, hi, per):
     return [(a, min(a + per, hi)) for a in range(lo, hi, per)] or [(lo, hi)]
 
 
-def ring_allreduce(comm, buf, op='sum'):
+def ring_allreduce(comm, buf, op='sum', timeout=None):
     """Sum (``op='sum'``) ``buf`` over the ranks of ``comm``, in place.
 
     ``buf`` is a C-contiguous NumPy array, of the same shape and dtype on
-    every rank.  Returns ``buf``.
+    every rank.  Returns ``buf``.  ``timeout``: the longest wait, in
+    seconds, for one message from or to a neighbour (``None``: no limit;
+    ``hvd.allreduce`` passes ``HOROVOD_TIMEOUT``); past it, ``HorovodError``.
 
     >>> ring_allreduce(MPI.COMM_WORLD, np.ones(10))   # doctest: +SKIP
     """
-    from mpi4py import MPI
     if op != 'sum':
         raise ValueError(f"ring_allreduce: op must be 'sum', got {op!r}")
     n, r = comm.size, comm.rank
@@ -49,6 +55,13 @@ def ring_allreduce(comm, buf, op='sum'):
     right, left = (r + 1) % n, (r - 1) % n
     per = max(1, SEGMENT // flat.itemsize)
     scratch = np.empty(int(np.diff(edges).max()), flat.dtype)
+
+    def finish(requests, step):
+        if not wait(requests, timeout):
+            raise HorovodError(
+                f'rank {r}: waited {timeout:g} s (HOROVOD_TIMEOUT) at step '
+                f'{step + 1} of {2 * (n - 1)} of the ring, for a message from '
+                f'rank {left} or to rank {right}')
     for s in range(n - 1):                              # reduce-scatter
         (slo, shi), (rlo, rhi) = chunk(r - s), chunk(r - s - 1)
         recvs = [comm.Irecv(scratch[a - rlo:b - rlo], source=left, tag=s)
@@ -56,14 +69,14 @@ def ring_allreduce(comm, buf, op='sum'):
         sends = [comm.Isend(flat[a:b], dest=right, tag=s)
                  for a, b in _segments(slo, shi, per)]
         for req, (a, b) in zip(recvs, _segments(rlo, rhi, per)):
-            req.Wait()
+            finish(req, s)
             flat[a:b] += scratch[a - rlo:b - rlo]       # while the rest arrives
-        MPI.Request.Waitall(sends)
+        finish(sends, s)
     for s in range(n - 1):                              # all-gather
         (slo, shi), (rlo, rhi) = chunk(r + 1 - s), chunk(r - s)
         reqs = [comm.Irecv(flat[a:b], source=left, tag=n + s)
                 for a, b in _segments(rlo, rhi, per)]
         reqs += [comm.Isend(flat[a:b], dest=right, tag=n + s)
                  for a, b in _segments(slo, shi, per)]
-        MPI.Request.Waitall(reqs)
+        finish(reqs, n - 1 + s)
     return buf
