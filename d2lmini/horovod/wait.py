@@ -14,8 +14,9 @@ rank raises it again, and the error, uncaught, aborts the job (see
 
 Polling is also what moves the bytes: MPICH makes progress inside MPI
 calls, so a wait begins with ``spin`` seconds of back-to-back polls, as
-MPI's own ``Wait`` does (yielding the core now and then to ranks that
-share it).  A wait that lasts longer naps between polls,
+MPI's own ``Wait`` does (yielding the core after each one, to ranks that
+share it: on 4 ranks and 2 cores, yielding every 16th poll made a 64 KB
+ring 25% slower).  A wait that lasts longer naps between polls,
 the pauses doubling up to ``nap``, so that a rank waiting for one that
 has stopped leaves its core idle.
 """
@@ -28,7 +29,7 @@ __all__ = ['wait', 'finish', 'give_up', 'SPIN', 'NAP']
 
 SPIN = 0.05             # seconds of busy polling before the first nap
 NAP = 1e-3              # the longest nap between two polls
-_YIELD_EVERY = 16       # polls between two yields of the core while spinning
+_YIELD_EVERY = 1        # polls between two yields of the core while spinning
 _yield = getattr(os, 'sched_yield', lambda: time.sleep(0))
 
 
@@ -38,7 +39,11 @@ def wait(requests, timeout, spin=SPIN, nap=NAP):
     False when ``timeout`` seconds (``None``: no limit) passed first.
 
     After False the requests are still posted: the caller raises
-    :class:`HorovodError`, and the job cannot go on.
+    :class:`HorovodError`, and the job cannot go on.  With no limit,
+    requests are left to MPI's own blocking wait, which has nothing to
+    check and polls faster than Python can: on 4 ranks sharing 2 cores,
+    ``ring_allreduce`` of 64 KB moved 100-150 MB/s that way against 70-100
+    polled from here.
 
     >>> wait(comm.Iallreduce(MPI.IN_PLACE, buf), 60.0)  # doctest: +SKIP
     True
@@ -47,7 +52,13 @@ def wait(requests, timeout, spin=SPIN, nap=NAP):
         done = requests
     elif isinstance(requests, list):
         from mpi4py import MPI
+        if timeout is None:
+            MPI.Request.Waitall(requests)
+            return True
         done = lambda: MPI.Request.Testall(requests)          # noqa: E731
+    elif timeout is None:
+        requests.Wait()
+        return True
     else:
         done = requests.Test
     if done():
