@@ -4,7 +4,7 @@ An NDArray of shape ``(N, C, H, W)`` may be stored in one of two orders:
 
 * **NCHW** (C-contiguous), how arrays are made by ``nd.array``, ``nd.zeros``...
 * **CHWN**, the batch innermost: how a convolution's GEMM produces its result
-  (see :mod:`d2lmini.ndarray.nn_ops`).  The op hands it out as an
+  (see :mod:`d2lmini.ndarray.nn.convolution`).  The op hands it out as an
   ``(N, C, H, W)`` view with NumPy strides, so nothing outside sees a
   difference except speed.
 

@@ -11,7 +11,7 @@
 
 This module gathers their functional front ends (``nd.exp``, ``nd.dot``, ...)
 for ``nd``'s namespace.  Neural-network operators live in
-:mod:`d2lmini.ndarray.nn_ops`.
+:mod:`d2lmini.ndarray.nn`, one module per family.
 """
 from .elemwise import *             # noqa: F401,F403
 from .broadcast_reduce import *     # noqa: F401,F403

@@ -1,0 +1,95 @@
+"""The book's pointers into the package stay true.
+
+Every ``d2lmini/...`` path and every ``:mod:`d2lmini....``` reference that
+a chapter, the README or a docstring names must exist, and a module it
+sends the reader to must hold code (a function or a class), not only
+re-export names from elsewhere: a reader sent to a re-export finds nothing
+to read.
+"""
+import ast
+import glob
+import json
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PATH = re.compile(r'(?<![\w.~/-])d2lmini/[\w/]*\w(?:\.py)?/?')
+MOD = re.compile(r':mod:`~?(d2lmini(?:\.\w+)+)`')
+
+
+def _texts():
+    """``(where, text)`` of everything a reader reads."""
+    for nb in sorted(glob.glob(os.path.join(ROOT, 'chapters', '*.ipynb'))):
+        with open(nb) as f:
+            cells = json.load(f)['cells']
+        for i, c in enumerate(cells):
+            yield f'{os.path.basename(nb)} cell {i}', ''.join(c['source'])
+    for md in sorted(glob.glob(os.path.join(ROOT, 'chapters', '*.md'))) + \
+            [os.path.join(ROOT, 'README.md')]:
+        with open(md) as f:
+            yield os.path.basename(md), f.read()
+    for py in sorted(glob.glob(os.path.join(ROOT, 'd2lmini', '**', '*.py'),
+                               recursive=True)):
+        with open(py) as f:
+            yield os.path.relpath(py, ROOT), f.read()
+
+
+def _target(ref):
+    """The file or folder a reference names, or None."""
+    if ref.startswith('d2lmini/'):
+        p = os.path.join(ROOT, ref.rstrip('/'))
+        return p if os.path.exists(p) else None
+    base = os.path.join(ROOT, *ref.split('.'))
+    for p in (base + '.py', base):
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def _holds_code(path):
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               for n in tree.body)
+
+
+REFS = sorted({(where, m.group(0) if pat is PATH else m.group(1))
+               for where, text in _texts()
+               for pat in (PATH, MOD) for m in pat.finditer(text)})
+
+
+def test_there_are_pointers_to_check():
+    assert len(REFS) > 30
+
+
+@pytest.mark.parametrize('where,ref', REFS)
+def test_a_pointer_names_code_that_exists(where, ref):
+    path = _target(ref)
+    assert path is not None, f'{where} names {ref}, which does not exist'
+    if path.endswith('.py') and not path.endswith('__init__.py'):
+        assert _holds_code(path), (f'{where} sends the reader to {ref}, which only '
+                                   f're-exports names defined elsewhere')
+
+
+def test_chapter_2_counts_the_operators_its_text_names():
+    """Chapter 2 checks the gradients of "every differentiable operator of
+    the core library (elemwise.py, ...; the neural-network operators are
+    checked in their own chapter)": the cell's filter must pick exactly the
+    operators of the files the text lists."""
+    import numpy as np
+    from d2lmini import nd
+    with open(os.path.join(ROOT, 'chapters', '02_autograd.ipynb')) as f:
+        cells = [''.join(c['source']) for c in json.load(f)['cells']]
+    i = next(i for i, c in enumerate(cells) if c.lstrip().startswith('core = {')
+             or '\ncore = {' in c)
+    text = cells[i - 1]
+    listed = set(re.findall(r'`(\w+)\.py`', text))
+    code = cells[i]
+    start = code.index('core = {')
+    scope = {'nd': nd, 'np': np}
+    exec(code[start:code.index('}', start) + 1], scope)
+    counted = {type(op).__module__.rsplit('.', 1)[1] for op in scope['core'].values()}
+    assert counted == listed, (counted, listed)
+    assert 'neural-network operators' in text
