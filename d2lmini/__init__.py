@@ -38,12 +38,10 @@ class random:                       # mx.random.seed(...), as in MXNet
     shuffle = staticmethod(_nd_random.shuffle)
 
 
-# Heavy or optional submodules load on first use.  Some are still to be
-# written (profiler, ...): for those ``mx.profiler`` is an AttributeError, so
-# that ``hasattr(mx, 'profiler')`` is False, as for any attribute that does
-# not exist.  ``mx.kv`` is ``mx.kvstore``, as in MXNet.
-_LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'parallel',
-         'profiler', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
+# Heavy or optional submodules load on first use.  A module MXNet has and
+# d2lmini has not (``mx.profiler``) is an AttributeError, so that
+# ``hasattr(mx, 'profiler')`` is False.  ``mx.kv`` is ``mx.kvstore``, as in MXNet.
+_LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
          'runtime', 'collectives', 'pipeline', 'sym', 'symbol', 'executor',
          'io', 'callback', 'mod', 'module', 'model', 'viz', 'visualization')
 _ALIAS = {'kv': 'kvstore', 'sym': 'symbol', 'mod': 'module', 'viz': 'visualization'}

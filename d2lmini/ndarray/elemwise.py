@@ -484,7 +484,6 @@ for _alias, _name in [('add', 'add'), ('plus', 'add'), ('sub', 'subtract'),
 for _alias, _name in [('add', 'add'), ('sub', 'subtract'), ('mul', 'multiply'),
                       ('div', 'divide')]:
     globals()['elemwise_' + _alias] = _binary_fn(_name, 'elemwise_' + _alias, True)
-subtract_ = subtract
 
 
 def hypot(a, b, out=None, name=None):
@@ -519,11 +518,6 @@ def cast(data, dtype, out=None, name=None):
 
 
 Cast = cast
-
-
-def zeros_like_(data):
-    """The same as :func:`zeros_like`."""
-    return zeros_like(data)
 
 
 def add_n(*args, out=None, name=None, **kwargs):

@@ -48,8 +48,6 @@ class Op:
     # (SoftmaxOutput): tested against its formula, not central differences.
     loss_head = False
     cases = ()
-    # Attributes a caller may pass (for clear "unknown keyword" errors); None = any.
-    params = ()
 
     def infer(self, shapes, dtypes, **attrs):     # pragma: no cover - abstract
         """The output's ``(shape, dtype)`` (a list of them if ``nout > 1``)

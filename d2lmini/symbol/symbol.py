@@ -26,7 +26,6 @@ the two programming models.
 """
 import ast
 import copy
-import inspect
 import json
 import math
 
@@ -786,8 +785,3 @@ def _fresh_name(name, hint):
     return _name._current().get(name, hint)
 
 
-def _signature(fn):
-    try:
-        return inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
