@@ -367,18 +367,17 @@ class Server:
                 (later if item[0] in seen else batch).append(item)
                 seen.add(item[0])
             self._ready = later
-            answer = {'op': 'ok'}
+            op, why = 'ok', {}
             try:
                 self._apply([(kp, total) for kp, total, _ in batch])
             except Exception as e:       # e.g. an optimizer that cannot update
                 log.error('%s: the update of keys %s failed: %s: %s', self,
                           [kp[0] for kp, _, _ in batch], type(e).__name__, e)
-                answer = {'op': 'error', 'message': f'{self}: the update failed: '
-                                                    f'{type(e).__name__}: {e}'}
+                op, why = 'error', {'message': f'{self}: the update failed: '
+                                               f'{type(e).__name__}: {e}'}
             for _, _, waiting in batch:
                 for ident, seq in waiting:
-                    self._send(ident, answer['op'], seq=seq,
-                               **{k: v for k, v in answer.items() if k != 'op'})
+                    self._send(ident, op, seq=seq, **why)
 
     def _apply(self, updates):
         t0 = time.time()

@@ -288,7 +288,7 @@ def send(sock, frames, to=None, track=False):
 
 def recv(sock, channel, routed=False):
     """Receive one message: ``(peer or None, header, arrays)``, checked by
-    ``channel`` (a :class:`Channel`, or a secret or None for a bare check).
+    ``channel`` (the :class:`Channel` of ``sock``).
 
     Raises :class:`BadMessage` (the message is consumed) for anything that
     is not a well-formed, well-signed, fresh message; its ``peer`` and
@@ -299,9 +299,7 @@ def recv(sock, channel, routed=False):
     if routed:
         peer, frames = frames[0].bytes, frames[1:]
     try:
-        if isinstance(channel, Channel):
-            return (peer,) + channel.unpack(frames)
-        return (peer,) + unpack(frames, channel)
+        return (peer,) + channel.unpack(frames)
     except BadMessage as e:
         e.peer, e.frames = peer, frames
         raise
