@@ -29,7 +29,8 @@ import time
 from . import stream as _stream
 from .stream import _TRACE, _TRACER, EngineError, waitall
 
-__all__ = ['Spans', 'to_chrome', 'load', 'plot', 'Trace', 'backward_pass']
+__all__ = ['Spans', 'to_chrome', 'load', 'plot', 'as_dict', 'from_dict', 'Trace',
+           'backward_pass']
 
 _now = time.perf_counter
 
@@ -61,7 +62,7 @@ class Spans:
         if self._f is None:
             self.events.append(span)
         else:
-            self._f.write(json.dumps(_to_json(span)) + '\n')
+            self._f.write(json.dumps(as_dict(span)) + '\n')
 
     def close(self):
         """Close the file spans are streamed to (if any)."""
@@ -78,12 +79,14 @@ class Spans:
         return plot(self.events, ax, **kwargs)
 
 
-def _to_json(span):
+def as_dict(span):
+    """A span as the JSON object a streamed file holds (see the top)."""
     lane, name, start, end, info = span
     return dict(info or {}, who=lane, what=name, t0=start, t1=end)
 
 
-def _from_json(event):
+def from_dict(event):
+    """The span that :func:`as_dict` wrote as ``event``."""
     info = {k: v for k, v in event.items() if k not in ('who', 'what', 't0', 't1')}
     return (event['who'], event['what'], event['t0'], event['t1'], info or None)
 
@@ -130,7 +133,7 @@ def load(path):
     for p in paths:
         with open(p) as f:
             if p.endswith('.jsonl'):
-                spans += [_from_json(json.loads(line)) for line in f if line.strip()]
+                spans += [from_dict(json.loads(line)) for line in f if line.strip()]
             else:
                 spans += _from_chrome(json.load(f))
     return sorted(spans, key=lambda s: s[2])
