@@ -26,6 +26,10 @@ from .stream import (EngineError, Stream, add_reader, bulk, bulk_size,
                      _TRACE, _TRACER)
 from .cores import blas_threads, cpu_threads, free_cores, set_blas_threads, _cores
 from . import lifecycle                                   # noqa: F401 - its hooks
+
+# Tracebacks name the error by its public path, mx.engine.EngineError, as
+# before the engine was split (and pickles find it there).
+EngineError.__module__ = __name__
 from .trace import Spans, Trace, backward_pass
 
 __all__ = ['waitall', 'set_engine', 'engine_mode', 'engine_type', 'EngineError',
