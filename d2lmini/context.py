@@ -1,9 +1,9 @@
 """Devices: ``cpu(i)`` and ``gpu(i)``.
 
 A :class:`Context` names a *logical device*.  Every context gets its own
-execution stream in :mod:`d2lmini.engine`, so ``cpu(0)`` and ``cpu(1)`` are two
-devices that really compute at the same time, on two cores.  That is what lets
-every multi-device chapter run on a laptop.
+execution stream in :mod:`d2lmini.engine.stream`, so ``cpu(0)`` and
+``cpu(1)`` are two devices that really compute at the same time, on two
+cores.  That is what lets every multi-device chapter run on a laptop.
 
 Examples
 --------

@@ -19,6 +19,7 @@ import pytest
 
 import d2lmini as mx
 from d2lmini import engine, nd
+from d2lmini.engine import cores, stream
 from d2lmini.ndarray.registry import OPS, Op
 
 from conftest import HAS_GPU, child_pythonpath
@@ -427,7 +428,7 @@ def test_dependents_carry_the_original_error(ops, threaded, first):
     # a sync point has reported its input's error runs on the placeholder
     # values, as in MXNet, which clears the error when it rethrows it; so
     # without this wait `x` could be NaN at the end, depending on timing.)
-    for s in list(engine._STREAMS.values()):
+    for s in list(stream._STREAMS.values()):
         s.wait(s.pushed)
     with pytest.raises(mx.EngineError) as info:  # whichever is read first
         arrays[first].asnumpy()
@@ -700,9 +701,9 @@ def test_default_bound_lets_the_front_end_run_ahead_of_big_ops(ops, threaded):
         x.wait_to_read()
         ev = threading.Event()
         gate(ops, x, ev)
-        n = 3 * engine._SHORT_QUEUE
+        n = 3 * stream._SHORT_QUEUE
         ys = [x + i for i in range(n)]           # returns: nothing blocks
-        assert s.pushed - s.done == n + 1 and s.limit == engine._DEFAULT_INFLIGHT
+        assert s.pushed - s.done == n + 1 and s.limit == stream._DEFAULT_INFLIGHT
         ev.set()
         assert ys[-1].asscalar() == n
     finally:
@@ -712,18 +713,18 @@ def test_default_bound_lets_the_front_end_run_ahead_of_big_ops(ops, threaded):
 def test_default_bound_keeps_tiny_ops_in_a_short_queue(ops, threaded, monkeypatch):
     # Every op measured as tiny (under a second each, here): the queue stays
     # at the short bound, which runs tiny ops fastest.
-    monkeypatch.setattr(engine, '_BIG_OP_S', 1.0)
+    monkeypatch.setattr(stream, '_BIG_OP_S', 1.0)
     old = engine.set_max_inflight(None)
     try:
         s = engine.stream_for(mx.cpu(0))
         seen = []
         probe = {'fn': lambda: seen.append(s.pushed - s.done)}
         x = nd.ones((3,))
-        for _ in range(4 * engine._SHORT_QUEUE):
+        for _ in range(4 * stream._SHORT_QUEUE):
             x = nd.invoke(ops['probe'], (x,), probe)
-            assert s.pushed - s.done <= engine._SHORT_QUEUE
+            assert s.pushed - s.done <= stream._SHORT_QUEUE
         x.wait_to_read()
-        assert max(seen) <= engine._SHORT_QUEUE
+        assert max(seen) <= stream._SHORT_QUEUE
     finally:
         engine.set_max_inflight(old)
 
@@ -734,7 +735,7 @@ def test_set_max_inflight_returns_and_restores():
         s = engine.stream_for(mx.cpu(0))
         assert s.limit == 32
         assert engine.set_max_inflight(None) == 32
-        assert s.limit == engine._SHORT_QUEUE       # adaptive again
+        assert s.limit == stream._SHORT_QUEUE       # adaptive again
     finally:
         engine.set_max_inflight(old)
 
@@ -937,23 +938,29 @@ def test_fork_child_gets_working_streams():
 
 
 # --- CPU threads policy ---------------------------------------------------------------------
+def _fresh_load(monkeypatch):
+    # In place: the streams' workers hold the same dict (engine/stream.py).
+    for key, value in {'next': 0.0, 'others': [], 'free': None}.items():
+        monkeypatch.setitem(cores._LOAD, key, value)
+
+
 @pytest.fixture
 def load(monkeypatch):
     """The machine's load as the engine sees it, set by the test: a list
     whose last item ``_others_running`` returns (threads of other
     programs), and a look at it taken at once."""
     others = [0]
-    monkeypatch.setattr(engine, '_others_running', lambda: others[-1])
-    monkeypatch.setattr(engine, '_LOAD', {'next': 0.0, 'others': [], 'free': None})
+    monkeypatch.setattr(cores, '_others_running', lambda: others[-1])
+    _fresh_load(monkeypatch)
 
-    def look(n, times=engine._LOAD_SAMPLES):
+    def look(n, times=cores._LOAD_SAMPLES):
         others.append(n)
         for _ in range(times):
-            engine._LOAD['next'] = 0.0
-            engine._watch_load(0.0)
+            cores._LOAD['next'] = 0.0
+            cores._watch_load(0.0)
     yield look
     monkeypatch.undo()                       # the real load again, then
-    engine._share_cores()                    # the BLAS threads it allows
+    cores._share_cores()                    # the BLAS threads it allows
 
 
 def test_blas_threads_policy(threaded, load):
@@ -966,38 +973,38 @@ def test_blas_threads_policy(threaded, load):
     try:
         assert engine.blas_threads() == 1
         engine.set_blas_threads(None)           # cores // CPU devices at work
-        ncpu = engine._cpu_devices_at_work()
+        ncpu = cores._cpu_devices_at_work()
         assert ncpu >= 2
-        expected = min(engine._BLAS['initial'], max(1, engine._cores() // ncpu))
+        expected = min(cores._BLAS['initial'], max(1, cores._cores() // ncpu))
         assert engine.blas_threads() == expected
     finally:
         engine.set_blas_threads(old)
 
 
 def test_a_device_left_alone_takes_no_cores(threaded, load, monkeypatch):
-    monkeypatch.setattr(engine, '_AT_WORK_S', 0.2)
-    monkeypatch.setattr(engine, '_cores', lambda: 4)
+    monkeypatch.setattr(cores, '_AT_WORK_S', 0.2)
+    monkeypatch.setattr(cores, '_cores', lambda: 4)
     old = engine.set_blas_threads(None)
     try:
         load(0)
         for ctx in (mx.cpu(0), mx.cpu(1)):
             (nd.ones((2, 2), ctx=ctx) + 1).wait_to_read()
-        assert engine._cpu_devices_at_work() >= 2
-        assert engine.cpu_threads() == 4 // engine._cpu_devices_at_work()
+        assert cores._cpu_devices_at_work() >= 2
+        assert engine.cpu_threads() == 4 // cores._cpu_devices_at_work()
         time.sleep(0.3)                      # cpu(1) is left alone from now
         x = nd.ones((2, 2), ctx=mx.cpu(0))   # (the default may be a GPU)
         for _ in range(3):
             (x + 1).wait_to_read()
             time.sleep(0.1)
-        assert engine._cpu_devices_at_work() == 1
+        assert cores._cpu_devices_at_work() == 1
         assert engine.cpu_threads() == 4     # cpu(0) trains alone: every core
     finally:
         engine.set_blas_threads(old)
 
 
 def test_threads_leave_the_cores_other_programs_use(threaded, load, monkeypatch):
-    monkeypatch.setattr(engine, '_cores', lambda: 4)
-    monkeypatch.setattr(engine, '_STREAMS', {k: s for k, s in engine._STREAMS.items()
+    monkeypatch.setattr(cores, '_cores', lambda: 4)
+    monkeypatch.setattr(stream, '_STREAMS', {k: s for k, s in stream._STREAMS.items()
                                              if s.ctx == mx.cpu(0)})
     old = engine.set_blas_threads(None)
     try:
@@ -1022,18 +1029,18 @@ def test_threads_leave_the_cores_other_programs_use(threaded, load, monkeypatch)
 
 def test_a_cpu_worker_looks_at_the_load_between_operations(threaded, monkeypatch):
     looks = []
-    monkeypatch.setattr(engine, '_others_running', lambda: looks.append(1) or 0)
-    monkeypatch.setattr(engine, '_LOAD', {'next': 0.0, 'others': [], 'free': None})
+    monkeypatch.setattr(cores, '_others_running', lambda: looks.append(1) or 0)
+    _fresh_load(monkeypatch)
     x = nd.ones((4, 4), ctx=mx.cpu(0))      # a CPU worker, whatever the default
     for _ in range(5):
         x = x + 1
     nd.waitall()
     assert len(looks) == 1                   # once, then not before _LOAD_EVERY
-    assert engine._LOAD['next'] > 0 and engine.free_cores() == engine._cores()
+    assert cores._LOAD['next'] > 0 and engine.free_cores() == cores._cores()
 
 
 def test_the_load_is_read_from_proc(threaded):
-    others = engine._others_running()
+    others = cores._others_running()
     if not os.path.exists('/proc/loadavg'):
         assert others is None
     else:
@@ -1118,8 +1125,8 @@ def fake_gpus(monkeypatch):
                         lambda data, ctx, dtype=None: np.asarray(data, dtype=dtype))
     yield log
     nd.waitall()
-    for key in [k for k in engine._STREAMS if k[0] == 'gpu']:
-        del engine._STREAMS[key]                # later tests see no GPU again
+    for key in [k for k in stream._STREAMS if k[0] == 'gpu']:
+        del stream._STREAMS[key]                # later tests see no GPU again
 
 
 def test_gpu_path_uses_events_between_gpus(fake_gpus, threaded):

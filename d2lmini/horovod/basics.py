@@ -19,13 +19,12 @@ here and nowhere else:
                                  :mod:`.wait`
 ===============================  ===========================================
 """
-import json
 import os
 import sys
-import time
 import traceback
 
 from ..base import MXNetError
+from ..engine.trace import Spans
 
 __all__ = ['HorovodError', 'init', 'shutdown', 'is_initialized', 'size', 'rank',
            'local_rank', 'local_size', 'mpi_built', 'mpi_enabled', 'nccl_built',
@@ -166,34 +165,31 @@ def local_rank():
     return _State.local.rank
 
 
-class Timeline:
-    """Each collective of this rank as a Chrome trace event (``chrome://tracing``).
+class Timeline(Spans):
+    """Each collective of this rank as a Chrome trace event (``chrome://tracing``),
+    written to ``path`` at :meth:`close` (the span recorder of
+    :mod:`d2lmini.engine.trace`, one lane per rank).
 
     Times are wall-clock microseconds, so the files of all ranks (one
     machine, or clocks kept in step) can be laid side by side.
     """
 
     def __init__(self, path, rank):
-        self.path, self.rank, self.events = path, rank, []
+        super().__init__(lane=f'rank {rank}')
+        self.path, self.rank = path, rank
         import atexit
         atexit.register(self.close)
 
     def record(self, name, op, t0, nbytes, algorithm):
         """``t0``: ``time.time()`` when the collective began."""
-        self.events.append({
-            'name': name, 'cat': op, 'ph': 'X', 'pid': self.rank, 'tid': 0,
-            'ts': round(1e6 * t0, 1), 'dur': round(1e6 * (time.time() - t0), 1),
-            'args': {'bytes': nbytes, 'algorithm': algorithm}})
+        if self.events is not None:
+            super().record(name, t0, cat=op, bytes=nbytes, algorithm=algorithm)
 
     def close(self):
         if self.events is None:
             return
         try:
-            with open(self.path, 'w') as f:
-                json.dump({'traceEvents': [
-                    {'name': 'process_name', 'ph': 'M', 'pid': self.rank,
-                     'args': {'name': f'rank {self.rank}'}}] + self.events,
-                    'displayTimeUnit': 'ms'}, f)
+            self.to_chrome(self.path, process=f'rank {self.rank}', pid=self.rank)
         except OSError:
             traceback.print_exc()
         self.events = None

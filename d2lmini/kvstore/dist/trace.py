@@ -6,49 +6,39 @@ line, ``{"who": "worker 1", "what": "pull", "key": 3, "t0": .., "t1": ..}``
 (wall-clock seconds).  Workers record their pushes, pulls and barriers;
 servers every request they handle and every update they apply.
 :func:`load` reads a directory back, :func:`plot` draws it as one row of
-bars per process.
+bars per process.  The spans are recorded, read and drawn by the span
+recorder every timeline of d2lmini shares (:mod:`d2lmini.engine.trace`);
+this module adds the file names, the events as dicts and the colours.
 """
-import glob
-import json
 import os
-import time
+
+from ...engine import trace as _spans
 
 __all__ = ['Tracer', 'load', 'plot']
 
 
-class Tracer:
-    """Records spans; does nothing when ``directory`` is None."""
+class Tracer(_spans.Spans):
+    """Records spans to ``<directory>/<who>.jsonl``; does nothing when
+    ``directory`` is None."""
 
     def __init__(self, directory, who):
-        self.who = who
-        self._f = None
+        path = None
         if directory:
-            os.makedirs(directory, exist_ok=True)
-            name = who.replace(' ', '-')
-            self._f = open(os.path.join(directory, f'{name}.jsonl'), 'w')
+            path = os.path.join(directory, who.replace(' ', '-') + '.jsonl')
+        super().__init__(path, lane=who)
+        self.who = who
 
     def __bool__(self):
         return self._f is not None
 
     def record(self, what, t0, t1=None, **info):
         if self._f is not None:
-            event = dict(info, who=self.who, what=what, t0=t0,
-                         t1=time.time() if t1 is None else t1)
-            self._f.write(json.dumps(event) + '\n')
-
-    def close(self):
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+            super().record(what, t0, t1, **info)
 
 
 def load(directory):
     """Every event in ``directory``, sorted by start time."""
-    events = []
-    for path in sorted(glob.glob(os.path.join(directory, '*.jsonl'))):
-        with open(path) as f:
-            events += [json.loads(line) for line in f if line.strip()]
-    return sorted(events, key=lambda e: e['t0'])
+    return [_spans.as_dict(s) for s in _spans.load(directory)]
 
 
 COLORS = {'push': 'tab:blue', 'pull': 'tab:green', 'barrier': 'tab:gray',
@@ -69,20 +59,11 @@ def plot(events, ax=None, t0=None, whats=None):
                                  .get(w.split()[0], 3), w))
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(rows)))
-    start = min(e['t0'] for e in events) if t0 is None else t0
-    spans = {}
-    for e in events:
-        spans.setdefault((e['who'], e['what']), []).append(
-            (1e3 * (e['t0'] - start), 1e3 * (e['t1'] - e['t0'])))
     kinds = list(dict.fromkeys(e['what'] for e in events))
-    for (who, what), bars in spans.items():
-        ax.broken_barh(bars, (rows.index(who) - 0.3, 0.6),
-                       color=COLORS.get(what, 'tab:brown'))
-    for what in kinds:                      # one legend entry per kind
-        ax.barh(0, 0, color=COLORS.get(what, 'tab:brown'), label=what)
-    ax.set_yticks(range(len(rows)), rows)
+    _spans.plot([_spans.from_dict(e) for e in events], ax, lanes=rows,
+                colors={k: COLORS.get(k, 'tab:brown') for k in kinds},
+                t0=t0, height=0.6)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlabel('time (ms)')
     ax.legend(loc='lower left', bbox_to_anchor=(0, 1.0), fontsize='small',
               ncol=len(kinds), frameon=False)
     return ax

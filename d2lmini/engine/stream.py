@@ -1,12 +1,8 @@
-"""The asynchronous execution engine.
+"""The engine's stream: how an operation is pushed, ordered, run and waited for.
 
-Why one long file: the engine is one mechanism (streams, dependencies,
-the bound on pending work, CPU threads, tracing) whose parts share its
-state; the sections are marked ``# ---`` and each can be read alone.
-
-The front end (your Python code) only *pushes* operations; each device has a
-:class:`Stream`, a worker thread that runs the pushed operations in issue
-order.  An array records which stream produces it and the sequence number of
+This is the file to read for chapter 3.  The front end (your Python code)
+only *pushes* operations; each device has a :class:`Stream`, a worker
+thread that runs the pushed operations in issue order.  An array records which stream produces it and the sequence number of
 that operation, so "is it ready?" is one integer comparison::
 
     x = nd.dot(a, b)        # returns at once: x._stream, x._seq = s, 17
@@ -34,9 +30,6 @@ every array that carries it.  These errors are instances of
 :class:`MXNetError` (:mod:`d2lmini.base`) that also have the kernel's
 built-in error type.
 
-At a normal exit the pushed work is finished first, as in MXNet (an
-error no sync point read is then printed); after Ctrl-C it is dropped.
-
 ``D2LMINI_ENGINE=naive`` (or ``set_engine('naive')``, or
 ``with engine_mode('naive'):``) runs every operation synchronously on the
 calling thread, like MXNet's NaiveEngine: errors then surface at the line
@@ -48,10 +41,12 @@ unbounded work and memory.  By default the bound adapts
 (``Stream._throttle``): 256 while the operations are tiny, which runs them
 fastest, and up to 8192 when they are big, so the front end runs far ahead
 as on MXNet.  :func:`set_max_inflight` (or ``D2LMINI_MAX_INFLIGHT``) fixes
-it instead.  :class:`Trace` records every operation's start and end per
-stream (Chrome trace JSON, or a plot), and which operations autograd's
-backward pass pushed (:func:`backward_pass`).  ``bulk(size)`` is MXNet's op
-batching; here it changes nothing.
+it instead.  ``bulk(size)`` is MXNet's op batching; here it changes nothing.
+
+What runs beside the stream lives next to it: :mod:`.cores` shares the CPU
+cores among the devices (and with other programs), :mod:`.lifecycle`
+finishes the work at exit and around ``fork``, :mod:`.trace` records what
+ran when.
 
 Two decisions worth knowing:
 
@@ -65,24 +60,20 @@ Two decisions worth knowing:
   is not supported (a sequence number would race; a lock would cost every
   op); different threads may use different devices.
 """
-import atexit
-import concurrent.futures.thread  # noqa: F401 - its exit hook before ours
-import ctypes
-import functools
 import os
-import sys
 import threading
 import time
 import traceback
-from queue import Empty, SimpleQueue
+from queue import SimpleQueue
 
-from . import backend
-from .base import MXNetError, mixed_class, _builtin_of
+from .. import backend
+from ..base import MXNetError, mixed_class, _builtin_of
+from .cores import _LOAD, _share_cores, _watch_load
 
-__all__ = ['waitall', 'set_engine', 'engine_mode', 'engine_type', 'EngineError',
-           'MXNetError', 'bulk', 'set_bulk_size',
-           'set_max_inflight', 'set_blas_threads', 'free_cores', 'Trace',
-           'stream_for']
+__all__ = ['waitall', 'wait_for', 'set_engine', 'engine_mode', 'engine_type',
+           'is_naive', 'EngineError', 'MXNetError', 'bulk', 'set_bulk_size',
+           'bulk_size', 'set_max_inflight', 'stream_for', 'Stream',
+           'read_dep', 'add_reader', 'take_readers', 'run_sync', 'op_error']
 
 _now = time.perf_counter
 
@@ -647,461 +638,3 @@ def run_sync(name, fn, args, outs, ctx, attrs):
         o._seq = 0
     if trace is not None:
         trace.append((ctx, name, t0, _now(), 0))
-
-
-# --- CPU threads: sharing the cores among cpu(i) devices -------------------------
-# Each cpu(i) runs its kernels on its own worker thread, and NumPy's matmul
-# calls OpenBLAS, which by default uses every core for each call.  Two devices
-# each running a 2-thread GEMM on 2 cores oversubscribe: 4 busy threads, and
-# OpenBLAS's threads spin while they wait for each other.  Measured on the
-# 2-core development machine, eight 1000x1000 float32 matmuls split over
-# cpu(0) and cpu(1) took 0.28-0.33 s with 2 BLAS threads per call and 0.16 s
-# with 1.  So, as MXNet sizes its OpenMP pools by cores / workers, while k
-# CPU devices are at work every BLAS call gets cores // k threads (never more
-# than OpenBLAS started with); with one device at work nothing changes.  A
-# device is at work while it has operations queued or has run one in the
-# last half second, so a program that trains on cpu(0) alone after using
-# cpu(1) gets every core again, with no setting to change.
-# set_blas_threads(n) fixes the number, set_blas_threads(None) restores the
-# policy.  The count is set through OpenBLAS's own C API, found among the
-# loaded libraries (as threadpoolctl does); other BLAS libraries are left
-# alone.  NumPy's elementwise kernels are single-threaded; ndarray/cpu_kernels.py
-# splits large ones over the same number of threads (cpu_threads()).
-_BLAS = {'lib': None, 'initial': None, 'fixed': None}
-
-
-def _blas_api():
-    if _BLAS['lib'] is None:
-        _BLAS['lib'] = False
-        try:
-            with open('/proc/self/maps') as f:
-                paths = sorted({ln.split()[-1] for ln in f
-                                if 'openblas' in ln.lower() and '/' in ln})
-        except OSError:                  # not Linux
-            paths = []
-        for path in paths:
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            for prefix in ('', 'scipy_'):
-                for suffix in ('', '64_'):
-                    get = getattr(lib, f'{prefix}openblas_get_num_threads{suffix}', None)
-                    put = getattr(lib, f'{prefix}openblas_set_num_threads{suffix}', None)
-                    if get is not None and put is not None:
-                        _BLAS['lib'] = (get, put)
-                        _BLAS['initial'] = get()
-                        return _BLAS['lib']
-    return _BLAS['lib']
-
-
-def blas_threads():
-    """Threads OpenBLAS uses per call now (``None`` if it is not OpenBLAS)."""
-    api = _blas_api()
-    return api[0]() if api else None
-
-
-def _cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def cpu_threads():
-    """Threads one CPU operation may use now: ``set_blas_threads``'s number
-    if fixed, else the usable cores shared out among the CPU devices at
-    work (all of them while only one device computes), and no more than
-    the cores other programs leave free (:func:`free_cores`).  BLAS calls
-    and the elementwise kernels of :mod:`d2lmini.ndarray.cpu_kernels` both
-    follow it."""
-    n = _BLAS['fixed']
-    if n is None:
-        n = max(1, _cores() // max(1, _cpu_devices_at_work()))
-        free = _LOAD['free']
-        if free is not None and free < n:
-            n = max(1, free)
-    return n
-
-
-def _cpu_devices_at_work():
-    # A CPU stream is at work when it has ops queued or ran one in the last
-    # _AT_WORK_S seconds; a stream made just now counts too, so that two
-    # devices starting together do not both take every core.  A device used
-    # once and then left alone (a copy of the parameters kept on cpu(1))
-    # takes no cores from one that trains alone.
-    since = _now() - _AT_WORK_S
-    return sum(1 for s in list(_STREAMS.values())
-               if not s.is_gpu and (s.busy_at >= since or s.pushed > s.done))
-
-
-def _share_cores():
-    api = _blas_api()
-    if not api:
-        return
-    n = cpu_threads() if _BLAS['fixed'] is not None else \
-        min(_BLAS['initial'], cpu_threads())
-    if api[0]() != n:
-        api[1](n)
-
-
-# --- CPU threads: sharing the cores with other programs ---------------------------
-# A busy machine (a browser, a second notebook, a build) changes what the
-# threads above are worth.  A GEMM split over two threads finishes when the
-# slower of them does, and with more runnable threads than cores one of
-# them is often waiting for a core; after each call OpenBLAS's idle threads
-# spin for a while (measured: a loop of 300x300 products with 5 ms pauses
-# used 1.8 s of CPU with the spinning, 0.9 s without) on the cores the
-# other programs need.  So, like OpenMP's dynamic mode, a CPU stream looks
-# at the machine's load every _LOAD_EVERY seconds, between two operations:
-# the runnable threads of the whole machine (/proc/loadavg) less this
-# process's own (/proc/self/task), the median of the last _LOAD_SAMPLES
-# looks, is what other programs use, and the cores they leave free cap the
-# threads per operation.  set_blas_threads(n) fixes the number instead.
-# Not Linux: no /proc, no cap.
-_LOAD_EVERY = 0.25           # seconds between two looks at the load
-_AT_WORK_S = 0.5             # a CPU stream idle longer takes no cores
-_LOAD_SAMPLES = 3            # looks whose median counts
-_LOAD = {'next': 0.0, 'others': [], 'free': None}
-_LOAD_LOCK = threading.Lock()
-
-
-def _others_running():
-    """Threads of other processes running or ready to run now, or None."""
-    try:
-        with open('/proc/loadavg') as f:
-            running = int(f.read().split()[3].split('/')[0])
-        ours = 0
-        for tid in os.listdir('/proc/self/task'):
-            try:
-                with open(f'/proc/self/task/{tid}/stat') as f:
-                    ours += f.read().rsplit(')', 1)[1].split()[0] == 'R'
-            except OSError:                  # a thread that has just ended
-                pass
-    except (OSError, ValueError, IndexError):
-        return None
-    return max(0, running - ours)
-
-
-def free_cores():
-    """Cores that other programs left free at the last looks (None before
-    the first look, or where the load cannot be read)."""
-    return _LOAD['free']
-
-
-def _watch_load(now):
-    # Called by a CPU stream's worker between two operations, at most every
-    # _LOAD_EVERY seconds; one worker looks at a time, the others go on.
-    if not _LOAD_LOCK.acquire(blocking=False):
-        return
-    try:
-        _LOAD['next'] = now + _LOAD_EVERY
-        others = _others_running()
-        if others is None:
-            return
-        looks = (_LOAD['others'] + [others])[-_LOAD_SAMPLES:]
-        _LOAD['others'] = looks
-        _LOAD['free'] = max(1, _cores() - sorted(looks)[len(looks) // 2])
-        if _BLAS['fixed'] is None:       # the load or the devices at work
-            _share_cores()               # may have changed
-    finally:
-        _LOAD_LOCK.release()
-
-
-def set_blas_threads(n):
-    """Threads per BLAS call: an int, or ``None`` for cores // CPU devices.
-
-    Returns the previous setting.
-    """
-    old = _BLAS['fixed']
-    _BLAS['fixed'] = None if n is None else max(1, int(n))
-    _share_cores()
-    return old
-
-
-# --- process life ------------------------------------------------------------------
-# At a normal exit the engine finishes the pushed work, as MXNet does: the
-# worker threads are daemons, so the interpreter would not wait for them on
-# its own, and a worker left inside a kernel while Python tears itself down
-# may crash.  The drain must run early: the elementwise kernels
-# (ndarray/cpu_kernels.py) hand work to a concurrent.futures pool, which
-# refuses new work ("cannot schedule new futures after interpreter
-# shutdown") once its own exit hook has run.  Both hooks are
-# threading._register_atexit hooks, run in reverse order of registration,
-# before the atexit ones; importing concurrent.futures.thread above
-# registers its hook before ours, so ours runs first.  A process ended by
-# Ctrl-C (an uncaught KeyboardInterrupt, or a second one while draining)
-# drops its pending work instead of computing results no one will read;
-# one killed by a signal runs no Python at all.
-_EXIT = {'done': False}
-
-
-def _interrupted():
-    # The uncaught exception that ends the program (set before the hooks run).
-    last = getattr(sys, 'last_exc', None) or getattr(sys, 'last_value', None)
-    return isinstance(last, KeyboardInterrupt)
-
-
-def _drop_pending():
-    # Empty every queue: a worker finishes at most the op it is running.
-    for s in list(_STREAMS.values()):
-        try:
-            while True:
-                s._q.get_nowait()
-        except Empty:
-            pass
-
-
-def _at_exit():
-    if _EXIT['done']:
-        return
-    _EXIT['done'] = True
-    if _interrupted():
-        _drop_pending()
-        return
-    try:
-        waitall()
-    except KeyboardInterrupt:            # Ctrl-C while draining: stop now
-        _drop_pending()
-    except EngineError as e:             # a real failure no one has read
-        first = str(e).splitlines()[0]
-        print(f'd2lmini: an operation failed and no sync point read its error: '
-              f'{first}', file=sys.stderr)
-
-
-def _before_fork():
-    # Only the forking thread survives a fork, so no operation may be half
-    # done then: finish the queued work first (as MXNet stops its engine).
-    for s in list(_STREAMS.values()):
-        s.wait(s.pushed)
-
-
-def _after_fork_in_child():
-    # Give the CPU streams new workers; forget the GPU ones (CUDA does not
-    # survive a fork).  Errors not yet reported stay with the streams.
-    global _STREAMS_LOCK
-    _STREAMS_LOCK = threading.Lock()
-    for key, s in list(_STREAMS.items()):
-        if s.is_gpu:
-            del _STREAMS[key]
-            # The parent's GPU arrays still name this stream, whose worker did
-            # not survive: an operation on one fails at once instead of
-            # waiting forever for it.
-            s.push = functools.partial(_forked_gpu_push, s)
-        else:
-            s._start()
-
-
-def _forked_gpu_push(stream, *args, **kwargs):
-    raise MXNetError(
-        f'{stream.ctx}: this array was made on a GPU by the parent process, '
-        f'before a fork; CUDA does not survive a fork, so a forked child '
-        f'cannot use it. Make the arrays again in the child (or fork before '
-        f'the first GPU work, or use multiprocessing with "spawn").')
-
-
-if hasattr(threading, '_register_atexit'):      # CPython 3.9+
-    threading._register_atexit(_at_exit)
-else:
-    atexit.register(_at_exit)
-if hasattr(os, 'register_at_fork'):
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
-
-
-# --- tracing ----------------------------------------------------------------
-class Trace:
-    """Record each op's start and end on each device's stream.
-
-    >>> with Trace() as tr:
-    ...     y = nd.dot(x, x)
-    >>> tr.overlap(mx.cpu(0), mx.cpu(1)); tr.to_chrome('trace.json'); tr.plot()
-
-    Entering and leaving wait for all pending work, so the trace holds
-    exactly the operations pushed inside the ``with`` block.
-    """
-
-    def __init__(self):
-        self.events = []             # (ctx, name, start_s, end_s, seq)
-        self.t0 = _now()
-        self._backward = []          # see backward_pass
-
-    def __enter__(self):
-        waitall()
-        self.events = []
-        self._backward = []
-        self.t0 = _now()
-        _TRACE[0] = self.events
-        _TRACER[0] = self
-        return self
-
-    def __exit__(self, exc_type, *exc):
-        try:
-            waitall()
-        except EngineError:
-            if exc_type is None:             # else keep the block's own error
-                raise
-        finally:
-            _TRACE[0] = None
-            _TRACER[0] = None
-        return False
-
-    def contexts(self):
-        return sorted({e[0] for e in self.events})
-
-    def spans(self, ctx=None, backward=False):
-        """``(ctx, name, start, end)`` in seconds from the trace's start.
-
-        With ``backward=True`` each span has a fifth item: True for an op
-        that autograd's backward pass pushed (a gradient computation, or
-        the write of a gradient), False for any other (the forward pass,
-        an update, a copy the program asked for).
-        """
-        if not backward:
-            return [(c, n, a - self.t0, b - self.t0) for c, n, a, b, _ in self.events
-                    if ctx is None or c == ctx]
-        return [(c, n, a - self.t0, b - self.t0, self._pushed_by_backward(i, c, seq))
-                for i, (c, n, a, b, seq) in enumerate(self.events)
-                if ctx is None or c == ctx]
-
-    def _pushed_by_backward(self, index, ctx, seq):
-        for c, lo, hi in self._backward:
-            if c is None:            # naive engine: events appended as ops ran
-                if seq == 0 and lo <= index < hi:
-                    return True
-            elif seq and lo < seq <= hi and c == ctx:
-                return True
-        return False
-
-    def by_stream(self):
-        """``{ctx: [(seq, name, start, end), ...]}`` in the order they ran."""
-        out = {}
-        for c, n, a, b, seq in self.events:
-            out.setdefault(c, []).append((seq, n, a - self.t0, b - self.t0))
-        return out
-
-    def _busy(self, ctx):
-        """The union of ``ctx``'s spans, as sorted disjoint intervals."""
-        merged = []
-        for c, _, a, b, _ in sorted(self.events, key=lambda e: e[2]):
-            if c != ctx:
-                continue
-            if merged and a <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], b)
-            else:
-                merged.append([a, b])
-        return merged
-
-    def busy(self, ctx):
-        """Seconds during which ``ctx`` ran an operation."""
-        return sum(b - a for a, b in self._busy(ctx))
-
-    def overlap(self, ctx_a, ctx_b):
-        """Seconds during which ``ctx_a`` and ``ctx_b`` both ran an operation."""
-        xs, ys = self._busy(ctx_a), self._busy(ctx_b)
-        i = j = 0
-        total = 0.0
-        while i < len(xs) and j < len(ys):
-            lo = max(xs[i][0], ys[j][0])
-            hi = min(xs[i][1], ys[j][1])
-            if hi > lo:
-                total += hi - lo
-            if xs[i][1] < ys[j][1]:
-                i += 1
-            else:
-                j += 1
-        return total
-
-    def to_chrome(self, fname=None):
-        """Chrome trace JSON (open in chrome://tracing or ui.perfetto.dev).
-
-        Returns the document as a dict; also writes it to ``fname`` if given.
-        """
-        import json
-        ctxs = self.contexts()
-        tid = {c: i for i, c in enumerate(ctxs)}
-        ev = [{'name': 'process_name', 'ph': 'M', 'pid': 0, 'tid': 0,
-               'args': {'name': 'd2lmini engine'}}]
-        ev += [{'name': 'thread_name', 'ph': 'M', 'pid': 0, 'tid': tid[c],
-                'args': {'name': str(c)}} for c in ctxs]
-        ev += [{'name': n, 'cat': 'op', 'ph': 'X', 'pid': 0, 'tid': tid[c],
-                'ts': (a - self.t0) * 1e6, 'dur': (b - a) * 1e6, 'args': {'seq': s}}
-               for c, n, a, b, s in self.events]
-        doc = {'traceEvents': ev, 'displayTimeUnit': 'ms'}
-        if fname is not None:
-            with open(fname, 'w') as f:
-                json.dump(doc, f)
-        return doc
-
-    def plot(self, ax=None, min_dur=0.0, legend=10):
-        """Draw a timeline: one row per device, one bar per op (matplotlib).
-
-        The legend lists the ``legend`` operators that took the most time,
-        longest first; they get distinct colors.
-        """
-        import matplotlib.pyplot as plt
-        ctxs = self.contexts()
-        if ax is None:
-            _, ax = plt.subplots(figsize=(8, 0.8 + 0.5 * len(ctxs)))
-        total = {}
-        for _, n, a, b, _ in self.events:
-            total[n] = total.get(n, 0.0) + (b - a)
-        names = sorted(total, key=lambda n: (-total[n], n))
-        cmap = plt.get_cmap('tab10')
-        color = {n: cmap(i % 10) for i, n in enumerate(names)}
-        for row, c in enumerate(ctxs):
-            bars = [((a - self.t0) * 1e3, (b - a) * 1e3, n)
-                    for cc, n, a, b, _ in self.events if cc == c and b - a >= min_dur]
-            ax.broken_barh([(s, d) for s, d, _ in bars], (row - 0.4, 0.8),
-                           facecolors=[color[n] for *_, n in bars])
-        ax.set_yticks(range(len(ctxs)))
-        ax.set_yticklabels([str(c) for c in ctxs])
-        ax.set_ylim(-0.6, len(ctxs) - 0.4)
-        ax.set_xlabel('time (ms)')
-        if legend and names:
-            handles = [plt.Rectangle((0, 0), 1, 1, color=color[n]) for n in names[:legend]]
-            ax.legend(handles, names[:legend], loc='upper right', fontsize='small')
-        return ax
-
-
-class _BackwardPass:
-    # Which ops autograd's backward pushes: each stream numbers the ops
-    # pushed to it, so the ops of a backward pass are the seqs in
-    # (pushed at the start, pushed at the end] of each stream; in naive
-    # mode (seq 0) the events appended meanwhile.  Marking costs two
-    # passes over the streams per backward(), and nothing per op.
-    def __init__(self, trace):
-        self.trace = trace
-
-    def __enter__(self):
-        self.start = {k: s.pushed for k, s in list(_STREAMS.items())}
-        self.first = len(self.trace.events)
-
-    def __exit__(self, *exc):
-        marks = self.trace._backward
-        for k, s in list(_STREAMS.items()):
-            lo = self.start.get(k, 0)
-            if s.pushed > lo:
-                marks.append((s.ctx, lo, s.pushed))
-        marks.append((None, self.first, len(self.trace.events)))
-        return False
-
-
-class _NotTraced:
-    def __enter__(self):
-        pass
-
-    def __exit__(self, *exc):
-        return False
-
-
-_NOT_TRACED = _NotTraced()
-
-
-def backward_pass():
-    """``with backward_pass():`` around a backward pass (autograd uses it).
-
-    While a :class:`Trace` is recording, it remembers which ops the block
-    pushed, for ``Trace.spans(backward=True)``; otherwise it does nothing.
-    """
-    trace = _TRACER[0]
-    return _NOT_TRACED if trace is None else _BackwardPass(trace)
