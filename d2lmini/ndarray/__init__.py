@@ -28,7 +28,7 @@ def op_names():
     return sorted(OPS)
 
 
-from ..optimizer.updates import *  # noqa: E402,F401,F403 - nd.sgd_update & co.
+from .optimizer_op import *  # noqa: E402,F401,F403 - nd.sgd_update & co.
 
 # Last: the fluent methods take their signatures and summaries from the
 # nd functions, which all exist now.
