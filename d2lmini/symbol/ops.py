@@ -1,7 +1,10 @@
 """Every ``nd`` operator as a symbol function: the same name, the same
 arguments, but it adds a node to a graph instead of computing.
 
-The symbol functions are generated from the ``nd`` functions' signatures:
+Which ``nd`` functions are operators is declared by their families (see
+:mod:`d2lmini.ndarray`): every name of a family's ``__all__`` but its
+``NOT_SYMBOLIC``.  The symbol functions are generated from the ``nd``
+functions' signatures:
 arguments that are Symbols become the node's inputs (in the order of the
 signature), the others its attributes; missing parameters of layers become
 new variables (``fc1_weight``).  Lowering calls the ``nd`` function itself
@@ -17,10 +20,6 @@ from ..ndarray.registry import OPS
 from .symbol import (AUTO_INPUTS, Symbol, Variable, _Node, _fresh_name, _nout,
                      _skip_auto)
 
-_SKIP = {'NDArray', 'array', 'empty', 'waitall', 'save', 'load', 'load_frombuffer',
-         'from_numpy', 'invoke', 'register', 'op_names', 'into', 'OPS', 'Op',
-         'reset_arrays', 'Case', 'cpu', 'builtins', 'warnings', 'broadcast_shapes',
-         'norm_axis', 'result_dtype', 'infer_reshape', 'empty_like'}
 _NO_INPUT = inspect.Parameter.empty
 # Required array inputs that, left out, become variables ``{name}_data``, so
 # that ``FullyConnected(name='fc3', num_hidden=10)`` can be composed later.
@@ -185,27 +184,26 @@ def call_node(node, arrays):
 
 
 # --- generation ---------------------------------------------------------------------
-def _generate(namespace, source, prefix=''):
+def symbolic(family):
+    """The ``{name: nd function}`` a family declares as graph operators."""
+    skip = getattr(family, 'NOT_SYMBOLIC', ())
+    return {op: getattr(family, op) for op in family.__all__ if op not in skip}
+
+
+def _generate(namespace, functions, prefix=''):
     made = {}
-    for op in dir(source):
-        if op.startswith('__') or op in _SKIP:
-            continue
-        fn = getattr(source, op)
-        if not callable(fn) or isinstance(fn, (type, types.ModuleType)):
-            continue
-        try:
-            sig = inspect.signature(fn)
-        except (TypeError, ValueError):
-            continue
+    for op, fn in functions.items():
         full = prefix + op
         LOWER[full] = fn
-        _SIGS[full] = sig
+        _SIGS[full] = inspect.signature(fn)
         made[op] = _symbol_function(full, fn)
     namespace.update(made)
     return made
 
 
-_ops = _generate(globals(), nd)
+_ops = _generate(globals(), {op: fn for family in nd.FAMILIES
+                             for op, fn in symbolic(family).items()}
+                 | nd.random.TOP_LEVEL)
 __all__ = sorted(_ops)          # underscored ones too (F._conv_act)
 # The operators with a scalar (``x + 2``) are table ops with no nd function.
 for _op in OPS:
@@ -214,7 +212,7 @@ for _op in OPS:
 del _op
 
 random = types.ModuleType('d2lmini.symbol.random', 'Random sampling, symbolically.')
-_generate(random.__dict__, nd.random, prefix='_random_')
+_generate(random.__dict__, symbolic(nd.random), prefix='_random_')
 for _k, _v in list(random.__dict__.items()):
     if callable(_v) and not _k.startswith('_'):
         _v.__name__ = _k
