@@ -15,6 +15,7 @@ import types
 
 from .. import ndarray as nd
 from ..base import MXNetError, as_mxnet_error
+from ..ndarray import fluent
 from ..ndarray.ndarray import invoke
 from ..ndarray.registry import OPS
 from .symbol import (AUTO_INPUTS, Symbol, Variable, _Node, _fresh_name, _nout,
@@ -217,21 +218,10 @@ for _k, _v in list(random.__dict__.items()):
     if callable(_v) and not _k.startswith('_'):
         _v.__name__ = _k
 
-# MXNet's fluent methods: ``sym.reshape(...)`` is ``mx.sym.reshape(sym, ...)``.
-FLUENT = {k: globals()[k] for k in (
-    'reshape', 'reshape_like', 'zeros_like', 'ones_like', 'broadcast_axes', 'repeat',
-    'pad', 'swapaxes', 'split', 'split_v2', 'slice', 'slice_axis', 'slice_like',
-    'take', 'one_hot', 'pick', 'sort', 'topk', 'argsort', 'argmax', 'argmax_channel',
-    'argmin', 'clip', 'abs', 'sign', 'flatten', 'shape_array', 'size_array',
-    'expand_dims', 'broadcast_to', 'broadcast_like', 'tile', 'transpose', 'flip',
-    'diag', 'sum', 'nansum', 'prod', 'nanprod', 'mean', 'max', 'min', 'norm',
-    'round', 'rint', 'fix', 'floor', 'ceil', 'trunc', 'sin', 'cos', 'tan', 'arcsin',
-    'arccos', 'arctan', 'degrees', 'radians', 'sinh', 'cosh', 'tanh', 'arcsinh',
-    'arccosh', 'arctanh', 'exp', 'expm1', 'log', 'log10', 'log2', 'log1p', 'sqrt',
-    'rsqrt', 'cbrt', 'rcbrt', 'square', 'reciprocal', 'relu', 'sigmoid', 'softmax',
-    'log_softmax', 'softmin', 'squeeze', 'dot', 'batch_dot')
-    if k in globals()}
-FLUENT['astype'] = globals()['cast']
+# Symbol's fluent methods (the list is NDArray's too: ndarray/fluent.py):
+# ``sym.reshape(...)`` is ``mx.sym.reshape(sym, ...)``.
+FLUENT = {name: _ops[op] for name, op in fluent.symbol_methods().items()
+          if op in _ops}
 
 
 def __dir__():
