@@ -418,4 +418,3 @@ TOP_LEVEL = {f.__name__: f for f in (
     sample_negative_binomial, sample_generalized_negative_binomial,
     sample_multinomial)}
 TOP_LEVEL.update(uniform=random_uniform, normal=random_normal)
-

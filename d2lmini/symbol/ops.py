@@ -4,11 +4,11 @@ arguments, but it adds a node to a graph instead of computing.
 Which ``nd`` functions are operators is declared by their families (see
 :mod:`d2lmini.ndarray`): every name of a family's ``__all__`` but its
 ``NOT_SYMBOLIC``.  The symbol functions are generated from the ``nd``
-functions' signatures:
-arguments that are Symbols become the node's inputs (in the order of the
-signature), the others its attributes; missing parameters of layers become
-new variables (``fc1_weight``).  Lowering calls the ``nd`` function itself
-(:func:`call_node`), so the two programming models share every operator.
+functions' signatures: arguments that are Symbols become the node's inputs
+(in the order of the signature), the others its attributes; missing
+parameters of layers become new variables (``fc1_weight``).  Lowering calls
+the ``nd`` function itself (:func:`call_node`), so the two programming
+models share every operator.
 """
 import inspect
 import types
