@@ -22,7 +22,7 @@ MODULES = ('d2lmini.ndarray', 'd2lmini.ndarray.random', 'd2lmini.autograd',
 
 # A docstring that only restates a call: "``nd.abs(self, *args, **kwargs)``."
 _CALL = re.compile(r'[\w.]+\([^()]*\)')
-PLACEHOLDERS = set(fluent.FLUENT) - set(fluent.available())
+PLACEHOLDERS = set(fluent.ndarray_methods()) - set(fluent.available())
 
 
 def _ours(obj):

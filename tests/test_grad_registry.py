@@ -1,8 +1,8 @@
 """Every differentiable operator's gradient, checked against central differences.
 
 The test enumerates the op table (``d2lmini.ndarray.registry.OPS``, filled by
-importing d2lmini, nn_ops included), so a new op without a gradient check
-fails here.  For each ``Case`` of an op:
+importing d2lmini, the nn families included), so a new op without a gradient
+check fails here.  For each ``Case`` of an op:
 
 * inputs come from ``case.make(np.random.default_rng(0))`` in float64;
 * the op runs through ``invoke`` under ``autograd.record()`` on ``ctx``;
@@ -18,7 +18,7 @@ import pytest
 import d2lmini  # noqa: F401 - registers every operator
 from d2lmini import autograd, nd
 from d2lmini.ndarray.ndarray import invoke
-from d2lmini.ndarray.ops import Scalar, Unary
+from d2lmini.ndarray.elemwise import Scalar, Unary
 from d2lmini.ndarray.registry import OPS
 
 EPS = 1e-6

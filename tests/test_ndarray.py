@@ -631,7 +631,7 @@ def _softmax(a, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-@pytest.mark.skipif('softmax' not in OPS, reason='nn_ops has no softmax yet')
+@pytest.mark.skipif('softmax' not in OPS, reason='nd has no softmax yet')
 @pytest.mark.parametrize('axis', [-1, 0, 1])
 def test_softmax_log_softmax(ctx, axis):
     a = rnd(3, 4, 2, low=-3, high=3)

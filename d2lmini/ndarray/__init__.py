@@ -1,34 +1,38 @@
-"""``nd``: NDArrays and their operators (``from d2lmini import nd``)."""
-from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, zeros_like,
-                      ones_like, full_like, empty_like, waitall, invoke,
-                      from_numpy)
-from .registry import OPS
-from . import ops
-from .ops import *          # noqa: F401,F403 - the functional operator surface
-from . import nn_ops        # registers the neural-network operators
-from .nn_ops import *       # noqa: F401,F403
-from .nn_ops import _conv_act  # noqa: F401 - fused conv + relu, for gluon's Conv2D
-from . import random
-from . import _internal
-from .random import (random_uniform, random_normal, random_poisson,  # noqa: F401
-                     random_exponential, random_gamma, random_negative_binomial,
-                     random_generalized_negative_binomial, random_randint,
-                     sample_uniform, sample_normal, sample_poisson, sample_exponential,
-                     sample_gamma, sample_negative_binomial,
-                     sample_generalized_negative_binomial, sample_multinomial)
-from .io import save, load, load_frombuffer
-from . import fluent
-from .. import context as _context
+"""``nd``: NDArrays and their operators (``from d2lmini import nd``).
 
-uniform, normal = random_uniform, random_normal     # MXNet's nd.uniform, nd.normal
+nd's namespace is declared, not gathered: each module of :data:`FAMILIES`
+lists the front ends it gives ``nd`` in ``__all__``, and in
+``NOT_SYMBOLIC`` those of them that are no graph operator; ``mx.sym``
+(:mod:`d2lmini.symbol.ops`) is made from the same declarations.  A helper
+a family does not list stays out of both.  ``nd.random`` is a namespace of
+its own (:mod:`.random`; its older top-level names are its ``TOP_LEVEL``).
+"""
+from . import ndarray
+from .ndarray import NDArray
+from .registry import OPS
+from . import (broadcast_reduce, creation, dot_op, elemwise, indexing, io, matrix,
+               nn, optimizer_op, ordering)
+from . import random
+from . import _internal       # noqa: F401 - nd._internal, MXNet's underscore ops
+from . import fluent
+from .. import context as _context   # noqa: F401
+
+# One module per operator family, as in MXNet's src/operator/: the core
+# library (tensor/), the neural-network operators (nn/), the optimizers'
+# fused updates (optimizer_op), and NDArray's own constructors and files.
+FAMILIES = (ndarray, elemwise, broadcast_reduce, matrix, indexing, dot_op, ordering,
+            creation) + nn.FAMILIES + (optimizer_op, io)
+
+for _family in FAMILIES:
+    globals().update({_name: getattr(_family, _name) for _name in _family.__all__})
+globals().update(random.TOP_LEVEL)          # nd.random_uniform, nd.uniform, ...
+del _family
 
 
 def op_names():
     """Names of all registered operators."""
     return sorted(OPS)
 
-
-from ..optimizer.updates import *  # noqa: E402,F401,F403 - nd.sgd_update & co.
 
 # Last: the fluent methods take their signatures and summaries from the
 # nd functions, which all exist now.

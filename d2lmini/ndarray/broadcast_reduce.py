@@ -11,6 +11,11 @@ from .registry import OPS, Case, Op, register, broadcast_shapes, norm_axis
 from .op_utils import _axis, _sum_to, _check_kwargs, _xp, into
 from ..base import error_types
 
+# The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
+__all__ = ['sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax',
+           'argmin', 'sum_axis', 'max_axis', 'min_axis', 'norm', 'broadcast_to',
+           'broadcast_like', 'broadcast_axis', 'broadcast_axes', 'argmax_channel']
+
 
 # === reductions =================================================================
 class Reduce(Op):

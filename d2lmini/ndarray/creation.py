@@ -5,6 +5,9 @@ import numpy as np
 
 from .ndarray import _check_kwargs, _ctx, _dtype, _from_host
 
+# The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
+__all__ = ['eye', 'linspace']
+
 
 def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
     """An ``N x M`` array (``M=0``: square) with ones on diagonal ``k``.

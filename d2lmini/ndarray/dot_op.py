@@ -4,6 +4,9 @@ from .ndarray import invoke
 from .registry import OPS, Case, Op, register, result_dtype
 from .op_utils import _common_dtype, _check_kwargs, into
 
+# The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
+__all__ = ['dot', 'batch_dot']
+
 
 # === linear algebra ===========================================================================
 @register

@@ -19,6 +19,26 @@ from .. import backend
 from . import cpu_kernels
 from ..context import cpu
 
+# The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
+__all__ = ['Cast', 'negative', 'exp', 'log', 'sqrt', 'square', 'abs', 'sign',
+           'sigmoid', 'tanh', 'relu', 'softrelu', 'sin', 'cos', 'reciprocal',
+           'rsqrt', 'log1p', 'expm1', 'floor', 'ceil', 'round', 'tan', 'arcsin',
+           'arccos', 'arctan', 'sinh', 'cosh', 'arcsinh', 'arccosh', 'arctanh',
+           'log2', 'log10', 'cbrt', 'rcbrt', 'degrees', 'radians', 'erf', 'erfinv',
+           'trunc', 'rint', 'fix', 'logical_not', 'add', 'subtract', 'multiply',
+           'divide', 'power', 'maximum', 'minimum', 'mod', 'equal', 'not_equal',
+           'greater', 'greater_equal', 'lesser', 'lesser_equal', 'broadcast_add',
+           'broadcast_plus', 'broadcast_sub', 'broadcast_minus', 'broadcast_mul',
+           'broadcast_div', 'broadcast_power', 'broadcast_maximum',
+           'broadcast_minimum', 'broadcast_mod', 'broadcast_equal',
+           'broadcast_not_equal', 'broadcast_greater', 'broadcast_greater_equal',
+           'broadcast_lesser', 'broadcast_lesser_equal', 'elemwise_add',
+           'elemwise_sub', 'elemwise_mul', 'elemwise_div', 'hypot',
+           'broadcast_hypot', 'clip', 'cast', 'add_n', 'ElementWiseSum',
+           'reset_arrays']
+# reset_arrays zeroes its inputs in place: no output to put in a graph
+NOT_SYMBOLIC = ('reset_arrays',)
+
 
 # === elementwise unary ===========================================================
 class Unary(Op):

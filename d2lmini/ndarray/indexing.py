@@ -10,6 +10,10 @@ from .registry import OPS, Case, Op, register
 from .op_utils import _axis, _common_dtype, into
 from .. import backend
 
+# The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
+__all__ = ['take', 'pick', 'choose_element_0index', 'fill_element_0index',
+           'one_hot', 'onehot_encode', 'where']
+
 
 @register
 class GetItem(Op):

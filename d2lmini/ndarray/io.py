@@ -50,6 +50,7 @@ from ..limits import LoadLimitError, check_load_size
 from .ndarray import NDArray, array
 
 __all__ = ['save', 'load', 'load_frombuffer']
+NOT_SYMBOLIC = tuple(__all__)     # files, not graph nodes (mx.sym.load is a Symbol's)
 
 LIST_MAGIC = 0x112
 V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA

@@ -12,6 +12,13 @@ from .ndarray import invoke
 from .registry import OPS, Case, Op, register, norm_axis
 from .op_utils import _axis, _common_dtype, _check_kwargs, _xp, into
 
+# The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
+__all__ = ['Flatten', 'Concat', 'reshape', 'reshape_like', 'transpose', 'moveaxis',
+           'swapaxes', 'SwapAxis', 'flatten', 'expand_dims', 'squeeze', 'tile',
+           'repeat', 'flip', 'reverse', 'concat', 'concatenate', 'stack', 'split',
+           'SliceChannel', 'split_v2', 'shape_array', 'size_array', 'slice_axis',
+           'slice', 'crop', 'slice_like']
+
 # _copies_note: transpose, swapaxes, flip, split, slice_axis and slice return
 # new arrays, as in MXNet, not NumPy views: a view would silently change when
 # its source is later written in place (x[:] = ..., an optimizer update,

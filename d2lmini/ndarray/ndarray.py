@@ -27,7 +27,12 @@ from .registry import OPS, broadcast_shapes
 from . import layout
 
 __all__ = ['NDArray', 'invoke', 'array', 'empty', 'zeros', 'ones', 'full',
-           'arange', 'zeros_like', 'ones_like', 'full_like', 'waitall', 'from_numpy']
+           'arange', 'zeros_like', 'ones_like', 'full_like', 'empty_like', 'waitall',
+           'from_numpy']
+# What mx.sym leaves out: the array itself, and what needs one in hand (a
+# graph node makes its output from a shape, as zeros and arange do).
+NOT_SYMBOLIC = ('NDArray', 'invoke', 'array', 'empty', 'empty_like', 'waitall',
+                'from_numpy')
 
 _new = object.__new__
 _NAIVE = engine._NAIVE

@@ -11,6 +11,9 @@ from .ndarray import invoke
 from .registry import OPS, Case, Op, register
 from .op_utils import _axis, _xp, into
 
+# The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
+__all__ = ['topk', 'sort', 'argsort']
+
 
 @register
 class TopkIndices(Op):

@@ -20,6 +20,8 @@ from .registry import OPS, Op, register
 __all__ = ['seed', 'uniform', 'normal', 'randn', 'poisson', 'exponential', 'gamma',
            'multinomial', 'negative_binomial', 'generalized_negative_binomial',
            'shuffle', 'randint', 'generator']
+# mx.sym.random has the samplers, not the generators' state
+NOT_SYMBOLIC = ('seed', 'generator')
 
 _GENS = {}
 _LAST = {}                    # ctx -> its latest sample (a failure passes on)
@@ -406,3 +408,13 @@ def sample_multinomial(data, shape=None, get_prob=False, out=None, dtype='int32'
     """MXNet's older name for ``nd.random.multinomial``."""
     return multinomial(data, shape, get_prob, out, dtype, **kw)
 
+
+# What this family gives nd's (and mx.sym's) top level: the older names, not
+# ``__all__`` (that is ``nd.random``); ``nd.uniform`` is ``random_uniform``.
+TOP_LEVEL = {f.__name__: f for f in (
+    random_uniform, random_normal, random_poisson, random_exponential, random_gamma,
+    random_negative_binomial, random_generalized_negative_binomial, random_randint,
+    sample_uniform, sample_normal, sample_poisson, sample_exponential, sample_gamma,
+    sample_negative_binomial, sample_generalized_negative_binomial,
+    sample_multinomial)}
+TOP_LEVEL.update(uniform=random_uniform, normal=random_normal)

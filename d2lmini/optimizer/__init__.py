@@ -3,8 +3,8 @@
 SGD, NAG, Signum, SGLD, ccSGD, Test (:mod:`.sgd_family`); Adam, Adamax,
 Nadam, AdaGrad, AdaDelta, RMSProp, FTML, Ftrl, LAMB (:mod:`.adaptive`); the
 base class, registry and Updater (:mod:`.optimizer`); the fused update
-kernels, also ``nd`` functions
-(``nd.sgd_mom_update``, ...; :mod:`.updates`)::
+kernels are ``nd`` functions
+(``nd.sgd_mom_update``, ...; :mod:`d2lmini.ndarray.optimizer_op`)::
 
     opt = mx.optimizer.create('nag', learning_rate=0.1, momentum=0.9)
     trainer = gluon.Trainer(net.collect_params(), 'adam',
@@ -12,8 +12,8 @@ kernels, also ``nd`` functions
 """
 from .optimizer import (Optimizer, Updater, get_updater, create, register,
                         register_optimizer, _states)
-from .updates import *          # noqa: F401,F403 - sgd_update & co.
-from .updates import __all__ as _update_names
+from ..ndarray.optimizer_op import *   # noqa: F401,F403 - sgd_update & co.
+from ..ndarray.optimizer_op import __all__ as _update_names
 from .sgd_family import SGD, NAG, Signum, SGLD, ccSGD, Test
 from .adaptive import Adam, Adamax, Nadam, AdaGrad, AdaDelta, RMSProp, FTML, Ftrl, LAMB
 

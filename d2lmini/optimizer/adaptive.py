@@ -1,9 +1,10 @@
 """Adaptive optimizers: Adam, Adamax, Nadam, AdaGrad, AdaDelta, RMSProp,
 FTML, Ftrl, LAMB — MXNet 1.9.1's update rules.
 
-Each step is one fused kernel (the public ones in :mod:`.updates`; AdaGrad,
-AdaDelta, Adamax, Nadam and LAMB, which MXNet runs as several NDArray
-operations, have private kernels here with the same arithmetic).  With
+Each step is one fused kernel (the public ones in
+:mod:`d2lmini.ndarray.optimizer_op`; AdaGrad, AdaDelta, Adamax, Nadam and
+LAMB, which MXNet runs as several NDArray operations, have private kernels
+here with the same arithmetic).  With
 ``multi_precision=True`` and float16 weights, the state is
 ``(weight32, state)`` and the kernel runs on the float32 master copy.
 
@@ -19,7 +20,7 @@ import math
 from .. import backend
 from ..ndarray.registry import register as register_op
 from .optimizer import Optimizer, _clip_attr, _zeros_like
-from .updates import _FusedOp, _grad, _lamb1, _own, _trust_lr
+from ..ndarray.optimizer_op import _FusedOp, _grad, _lamb1, _own, _trust_lr
 
 __all__ = ['Adam', 'Adamax', 'Nadam', 'AdaGrad', 'AdaDelta', 'RMSProp', 'FTML',
            'Ftrl', 'LAMB']

@@ -7,9 +7,10 @@ The update rules are MXNet 1.x's, and so are their names and defaults::
     opt.update(0, weight, grad, state)          # weight, state change in place
 
 Every update is ONE fused kernel pushed to the weight's device stream, like
-MXNet's ``sgd_mom_update`` (the kernels are in :mod:`.updates`): it rewrites
-the weight and its states in place, so an update is asynchronous, keeps the
-engine's ordering, and costs one push instead of one per arithmetic step.
+MXNet's ``sgd_mom_update`` (the kernels are in
+:mod:`d2lmini.ndarray.optimizer_op`): it rewrites the weight and its states
+in place, so an update is asynchronous, keeps the engine's ordering, and
+costs one push instead of one per arithmetic step.
 :meth:`Optimizer.update_multi` goes further and updates a whole list of
 parameters of one device in a single push (MXNet's ``multi_sgd_update``);
 the :class:`~d2lmini.gluon.Trainer` uses that.
@@ -27,8 +28,8 @@ import numpy as np
 
 from .. import lr_scheduler    # noqa: F401 - mx.lr_scheduler with mx.optimizer
 from ..ndarray.ndarray import NDArray
-from . import updates
-from .updates import OPS, push, multi_fn
+from ..ndarray import optimizer_op
+from ..ndarray.optimizer_op import OPS, push, multi_fn
 
 __all__ = ['Optimizer', 'Updater', 'get_updater', 'create', 'register',
            'register_optimizer']
@@ -246,7 +247,7 @@ class Optimizer:
     def _fused(self, opname, weight, grad, states, **attrs):
         """The call of fused op ``opname`` on ``(weight, grad, *states)``."""
         args = (weight, grad) + tuple(states)
-        return updates.plan(OPS[opname], args, attrs, weight)
+        return optimizer_op.plan(OPS[opname], args, attrs, weight)
 
     def _step_mp(self, index, weight, grad, state):
         """Multi-precision: the step on ``weight32``, rounded into ``weight``."""
@@ -257,7 +258,7 @@ class Optimizer:
             n = len(writes)
             res = fn(*raw[:n], raw[n].astype(np.float32), *raw[n + 1:])
             res = res if isinstance(res, tuple) else (res,)
-            w = updates._own(w)
+            w = optimizer_op._own(w)
             w[...] = res[0]
             return (w,) + res
         return 'mp_' + name, mp_fn, (weight,) + tuple(writes), reads

@@ -1,7 +1,7 @@
 """The SGD family: SGD (momentum), NAG (Nesterov), Signum/signSGD, SGLD.
 
-Each optimizer picks one fused kernel of :mod:`.updates` per step; the
-formulas are in the kernels' docstrings.  SGD and NAG carry their own
+Each optimizer picks one fused kernel of :mod:`d2lmini.ndarray.optimizer_op`
+per step; the formulas are in the kernels' docstrings.  SGD and NAG carry their own
 multi-precision kernels (``mp_sgd_*``, ``mp_nag_mom_update``) and state
 ``(momentum, weight32)``, as in MXNet.
 """
@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ndarray.registry import register as register_op
 from .optimizer import Optimizer, _clip_attr, _zeros_like
-from .updates import _FusedOp, _grad, _own
+from ..ndarray.optimizer_op import _FusedOp, _grad, _own
 
 __all__ = ['SGD', 'NAG', 'Signum', 'SGLD', 'ccSGD', 'Test']
 

@@ -1,7 +1,7 @@
 """``mx.sym`` / ``mx.symbol``: declare a computation as a graph, bind it, run it.
 
 See :mod:`.symbol` for the Symbol, :mod:`.ops` for the operators (every
-``nd`` operator, symbolically), :mod:`.infer` for shape and type inference
+``nd`` operator its family declares symbolic), :mod:`.infer` for shape and type inference
 and :mod:`.graph` for how a graph is lowered to a plan and run.
 """
 from .symbol import Symbol, Variable, var, Group, load, load_json

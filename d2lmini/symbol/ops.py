@@ -1,26 +1,26 @@
 """Every ``nd`` operator as a symbol function: the same name, the same
 arguments, but it adds a node to a graph instead of computing.
 
-The symbol functions are generated from the ``nd`` functions' signatures:
-arguments that are Symbols become the node's inputs (in the order of the
-signature), the others its attributes; missing parameters of layers become
-new variables (``fc1_weight``).  Lowering calls the ``nd`` function itself
-(:func:`call_node`), so the two programming models share every operator.
+Which ``nd`` functions are operators is declared by their families (see
+:mod:`d2lmini.ndarray`): every name of a family's ``__all__`` but its
+``NOT_SYMBOLIC``.  The symbol functions are generated from the ``nd``
+functions' signatures: arguments that are Symbols become the node's inputs
+(in the order of the signature), the others its attributes; missing
+parameters of layers become new variables (``fc1_weight``).  Lowering calls
+the ``nd`` function itself (:func:`call_node`), so the two programming
+models share every operator.
 """
 import inspect
 import types
 
 from .. import ndarray as nd
 from ..base import MXNetError, as_mxnet_error
+from ..ndarray import fluent
 from ..ndarray.ndarray import invoke
 from ..ndarray.registry import OPS
 from .symbol import (AUTO_INPUTS, Symbol, Variable, _Node, _fresh_name, _nout,
                      _skip_auto)
 
-_SKIP = {'NDArray', 'array', 'empty', 'waitall', 'save', 'load', 'load_frombuffer',
-         'from_numpy', 'invoke', 'register', 'op_names', 'into', 'OPS', 'Op',
-         'reset_arrays', 'Case', 'cpu', 'builtins', 'warnings', 'broadcast_shapes',
-         'norm_axis', 'result_dtype', 'infer_reshape', 'empty_like'}
 _NO_INPUT = inspect.Parameter.empty
 # Required array inputs that, left out, become variables ``{name}_data``, so
 # that ``FullyConnected(name='fc3', num_hidden=10)`` can be composed later.
@@ -185,27 +185,26 @@ def call_node(node, arrays):
 
 
 # --- generation ---------------------------------------------------------------------
-def _generate(namespace, source, prefix=''):
+def symbolic(family):
+    """The ``{name: nd function}`` a family declares as graph operators."""
+    skip = getattr(family, 'NOT_SYMBOLIC', ())
+    return {op: getattr(family, op) for op in family.__all__ if op not in skip}
+
+
+def _generate(namespace, functions, prefix=''):
     made = {}
-    for op in dir(source):
-        if op.startswith('__') or op in _SKIP:
-            continue
-        fn = getattr(source, op)
-        if not callable(fn) or isinstance(fn, (type, types.ModuleType)):
-            continue
-        try:
-            sig = inspect.signature(fn)
-        except (TypeError, ValueError):
-            continue
+    for op, fn in functions.items():
         full = prefix + op
         LOWER[full] = fn
-        _SIGS[full] = sig
+        _SIGS[full] = inspect.signature(fn)
         made[op] = _symbol_function(full, fn)
     namespace.update(made)
     return made
 
 
-_ops = _generate(globals(), nd)
+_ops = _generate(globals(), {op: fn for family in nd.FAMILIES
+                             for op, fn in symbolic(family).items()}
+                 | nd.random.TOP_LEVEL)
 __all__ = sorted(_ops)          # underscored ones too (F._conv_act)
 # The operators with a scalar (``x + 2``) are table ops with no nd function.
 for _op in OPS:
@@ -214,26 +213,15 @@ for _op in OPS:
 del _op
 
 random = types.ModuleType('d2lmini.symbol.random', 'Random sampling, symbolically.')
-_generate(random.__dict__, nd.random, prefix='_random_')
+_generate(random.__dict__, symbolic(nd.random), prefix='_random_')
 for _k, _v in list(random.__dict__.items()):
     if callable(_v) and not _k.startswith('_'):
         _v.__name__ = _k
 
-# MXNet's fluent methods: ``sym.reshape(...)`` is ``mx.sym.reshape(sym, ...)``.
-FLUENT = {k: globals()[k] for k in (
-    'reshape', 'reshape_like', 'zeros_like', 'ones_like', 'broadcast_axes', 'repeat',
-    'pad', 'swapaxes', 'split', 'split_v2', 'slice', 'slice_axis', 'slice_like',
-    'take', 'one_hot', 'pick', 'sort', 'topk', 'argsort', 'argmax', 'argmax_channel',
-    'argmin', 'clip', 'abs', 'sign', 'flatten', 'shape_array', 'size_array',
-    'expand_dims', 'broadcast_to', 'broadcast_like', 'tile', 'transpose', 'flip',
-    'diag', 'sum', 'nansum', 'prod', 'nanprod', 'mean', 'max', 'min', 'norm',
-    'round', 'rint', 'fix', 'floor', 'ceil', 'trunc', 'sin', 'cos', 'tan', 'arcsin',
-    'arccos', 'arctan', 'degrees', 'radians', 'sinh', 'cosh', 'tanh', 'arcsinh',
-    'arccosh', 'arctanh', 'exp', 'expm1', 'log', 'log10', 'log2', 'log1p', 'sqrt',
-    'rsqrt', 'cbrt', 'rcbrt', 'square', 'reciprocal', 'relu', 'sigmoid', 'softmax',
-    'log_softmax', 'softmin', 'squeeze', 'dot', 'batch_dot')
-    if k in globals()}
-FLUENT['astype'] = globals()['cast']
+# Symbol's fluent methods (the list is NDArray's too: ndarray/fluent.py):
+# ``sym.reshape(...)`` is ``mx.sym.reshape(sym, ...)``.
+FLUENT = {name: _ops[op] for name, op in fluent.symbol_methods().items()
+          if op in _ops}
 
 
 def __dir__():

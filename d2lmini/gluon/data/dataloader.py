@@ -229,8 +229,8 @@ def default_batchify_fn(data):
     """
     first = data[0]
     if isinstance(first, NDArray):
-        from ...ndarray import ops
-        return ops.stack(*data, axis=0)
+        from ...ndarray.matrix import stack
+        return stack(*data, axis=0)
     if isinstance(first, tuple):
         return [default_batchify_fn(list(field)) for field in zip(*data)]
     arr = np.asarray(data)

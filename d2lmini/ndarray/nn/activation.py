@@ -6,7 +6,7 @@ import numpy as np
 from ... import backend
 from .. import cpu_kernels
 from ..ndarray import invoke
-from ..ops import _sigmoid, _softrelu
+from ..elemwise import _sigmoid, _softrelu
 from ..registry import OPS, Case, Op, register
 from ._common import _check_kwargs, _float_dtype, _needs_grad, _result, _xp
 

@@ -51,7 +51,7 @@ from ._common import (_Geom, _as_strided, _channels_first, _channels_last, _chec
 from .activation import _FROM_OUTPUT, activate_
 from .pad import pad as _pad
 
-__all__ = ['Convolution']
+__all__ = ['Convolution', '_conv_act']    # _conv_act: gluon's Conv2D calls F._conv_act
 
 
 @functools.lru_cache(maxsize=512)

@@ -17,7 +17,7 @@ with ``adj < stride``; a ``target_shape`` sets ``pad`` and ``adj`` instead
 True, as in MXNet.
 """
 from ..ndarray import invoke, zeros_like
-from ..ops import concat
+from ..matrix import concat
 from ..registry import OPS, Case, Op, register
 from ._common import (_channels_first, _channels_last, _check_kwargs, _float_dtype,
                       _lift, _needs_grad, _result, _spatial, _tuple)

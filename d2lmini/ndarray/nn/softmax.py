@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..ndarray import invoke
-from ..ops import one_hot
+from ..indexing import one_hot
 from ..registry import OPS, Case, Op, register
 from ._common import _check_kwargs, _float_dtype, _result, _xp
 

@@ -1,5 +1,8 @@
 """The fused update operators: MXNet's ``nd.sgd_update``, ``nd.adam_update``, ...
 
+MXNet keeps them in ``src/operator/optimizer_op*``; :mod:`d2lmini.optimizer`
+calls them (it imports from here, not the other way round).
+
 Why one long file: one short kernel per update operator (17 of them),
 side by side like a table, so that the rules can be compared line for line;
 nothing in one depends on another.
@@ -28,8 +31,8 @@ in the denominator (Ftrl).
 import numpy as np
 
 from .. import backend
-from ..ndarray.ndarray import NDArray, _write_inplace, empty
-from ..ndarray.registry import Op, OPS, register
+from .ndarray import NDArray, _write_inplace, empty
+from .registry import Op, OPS, register
 
 __all__ = ['sgd_update', 'sgd_mom_update', 'mp_sgd_update', 'mp_sgd_mom_update',
            'nag_mom_update', 'mp_nag_mom_update', 'adam_update',
