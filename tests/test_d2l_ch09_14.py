@@ -203,7 +203,7 @@ def test_ps_job_tells_every_process_its_role(tmp_path):
     assert told['worker 1']['DMLC_WORKER_ID'] == '1'
     assert told['server 0']['DMLC_ROLE'] == 'server'
     assert len({t['DMLC_PS_ROOT_PORT'] for t in told.values()}) == 1
-    root = os.path.dirname(os.path.dirname(os.path.abspath(d2l.__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mx.__file__)))
     assert all(t['PYTHONPATH'].split(os.pathsep)[0] == root
                for t in told.values())
 

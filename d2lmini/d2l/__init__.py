@@ -54,8 +54,8 @@ import time
 
 import numpy as np
 
-from . import autograd, check, context
-from . import ndarray as nd
+from .. import autograd, check, context
+from .. import ndarray as nd
 
 __all__ = ['Timer', 'Accumulator', 'Animator', 'Benchmark', 'table', 'Table',
            'use_svg_display',
@@ -448,7 +448,7 @@ def show_fashion_mnist(images, labels):
 # === devices ===========================================================================
 def _gpu_works(i):
     """Whether an array can be allocated on ``gpu(i)`` (MXNetError if not)."""
-    from .base import MXNetError
+    from ..base import MXNetError
     try:
         nd.zeros((1,), ctx=context.gpu(i)).wait_to_read()
     except MXNetError:
@@ -486,7 +486,7 @@ def synthetic_data(w, b, num_examples):
 
 def load_array(data_arrays, batch_size, is_train=True):
     """Construct a Gluon data iterator."""
-    from .gluon import data as gdata
+    from ..gluon import data as gdata
     dataset = gdata.ArrayDataset(*data_arrays)
     return gdata.DataLoader(dataset, batch_size, shuffle=is_train)
 
@@ -512,7 +512,7 @@ def _get_batch(batch, ctx):
     Labels take the features' dtype first, as in the classic book.
     Returns ``(features_list, labels_list, batch_size)``.
     """
-    from .gluon import utils
+    from ..gluon import utils
     features, labels = batch
     if labels.dtype != features.dtype:
         labels = labels.astype(features.dtype)
@@ -545,8 +545,8 @@ def load_data_fashion_mnist(batch_size, resize=None, root=None,
     >>> train_iter, test_iter = d2l.load_data_fashion_mnist(
     ...     256, num_parts=kv.num_workers, part_index=kv.rank)
     """
-    from .gluon.data import DataLoader, SplitSampler
-    from .gluon.data.vision import FashionMNIST, transforms
+    from ..gluon.data import DataLoader, SplitSampler
+    from ..gluon.data.vision import FashionMNIST, transforms
     trans = [transforms.ToTensor()]
     if resize:
         trans.insert(0, transforms.Resize(resize))
@@ -566,7 +566,7 @@ def load_data_fashion_mnist(batch_size, resize=None, root=None,
 
 def get_fashion_mnist_labels(labels):
     """Return text labels for the Fashion-MNIST dataset."""
-    from .gluon.data.vision.fashion_mnist_files import TEXT_LABELS
+    from ..gluon.data.vision.fashion_mnist_files import TEXT_LABELS
     labels = np.asarray(_host(labels)).reshape(-1)
     return [TEXT_LABELS[int(i)] for i in labels]
 
@@ -712,7 +712,7 @@ def train_ch5(net, train_iter, test_iter, batch_size, trainer, ctx,
     loss, train and test accuracy and the epoch's time.  On a terminal a
     progress bar shows the batches of the running epoch.
     """
-    from .gluon import loss as gloss
+    from ..gluon import loss as gloss
     print('training on', ctx)
     loss = gloss.SoftmaxCrossEntropyLoss()
     for epoch in range(num_epochs):
@@ -814,7 +814,7 @@ def train_ch6(net, train_iter, test_iter, num_epochs, lr, device=None):
     Losses and counts are summed on the device and read five times an
     epoch, so the engine can run ahead of Python between those points.
     """
-    from . import gluon, init
+    from .. import gluon, init
     if device is None:
         device = try_gpu()
     net.initialize(force_reinit=True, ctx=device, init=init.Xavier())
@@ -995,7 +995,7 @@ def torch_steps(twin, X, y, lr):
 # === LeNet ===============================================================================
 def lenet_classic():
     """LeNet-5 as in chapter 6 (sigmoid activations, average pooling)."""
-    from .gluon import nn
+    from ..gluon import nn
     net = nn.Sequential()
     net.add(nn.Conv2D(channels=6, kernel_size=5, padding=2, activation='sigmoid'),
             nn.AvgPool2D(pool_size=2, strides=2),
@@ -1058,7 +1058,7 @@ def lenet(X, params):
 def lenet_multigpu(hybrid=False):
     """The multi-GPU chapter's LeNet as a Gluon network (same layers);
     ``hybrid=True``: a HybridSequential, which ``hybridize()`` traces whole."""
-    from .gluon import nn
+    from ..gluon import nn
     net = nn.HybridSequential() if hybrid else nn.Sequential()
     net.add(nn.Conv2D(channels=20, kernel_size=3, activation='relu'),
             nn.AvgPool2D(pool_size=2, strides=2),
@@ -1076,7 +1076,7 @@ def split_batch(X, y, devices):
     examples (or, from ``split_and_load``, if there are fewer examples than
     devices or they do not divide evenly).
     """
-    from .gluon import utils
+    from ..gluon import utils
     if X.shape[0] != y.shape[0]:
         raise ValueError(f'split_batch: X has {X.shape[0]} examples (shape '
                          f'{X.shape}) but y has {y.shape[0]} (shape {y.shape}); '
@@ -1087,7 +1087,7 @@ def split_batch(X, y, devices):
 # === ResNet (classic book) ==============================================================
 def _residual_class():
     # Built on first use: gluon is heavy, and this module stays cheap to import.
-    from .gluon import nn
+    from ..gluon import nn
 
     class Residual(nn.Block):
         """The residual block: two 3x3 convolutions with batch norm, plus
@@ -1121,7 +1121,7 @@ def _residual_class():
 def resnet18(num_classes):
     """ResNet-18 for small images (classic book): a 3x3 first convolution,
     stride 1, no max pooling."""
-    from .gluon import nn
+    from ..gluon import nn
     Residual = __getattr__('Residual')
 
     def resnet_block(num_channels, num_residuals, first_block=False):
@@ -1387,7 +1387,8 @@ def ps_log(log_dir, name):
 
 def _this_package_first(env):
     # children import this d2lmini, whatever the PYTHONPATH they inherit
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
     paths = [os.path.abspath(p) for p in env.get('PYTHONPATH', '').split(
         os.pathsep) if p]
     return os.pathsep.join([root] + [p for p in paths if p != root])
