@@ -88,7 +88,7 @@ def test_plot_passes_colours_bars_by_pass():
     ax = d2l.plot_passes(tr, devices, title='one step')
     colours = {tuple(np.round(c.get_facecolor()[0], 3)): c.get_label()
                for c in ax.collections}
-    for kind, colour in d2l._PASS_COLORS.items():
+    for kind, colour in d2l.figures._PASS_COLORS.items():
         assert colours[tuple(np.round(to_rgba(colour), 3))] == kind
     assert [t.get_text() for t in ax.get_legend().get_texts()] == \
         ['forward', 'backward', 'copy']
