@@ -95,7 +95,8 @@ print('never reached')
     row = run.run_chapter(str(tmp_path), 'c.md', timeout=120)
     assert row['status'] == 'failed' and row['blocks'] == 3
     assert row['detail'].startswith('block 2: NameError')
-    assert row['printed'][0].startswith('d2lmini.context d2lmini.d2l d2lmini.')
+    assert row['printed'][0].startswith(
+        'd2lmini.context d2lmini.d2l.classic d2lmini.')
     assert 'never reached' not in row['printed']
 
 

@@ -13,6 +13,7 @@ matplotlib.use('Agg')
 
 import d2lmini as mx                                   # noqa: E402
 from d2lmini import autograd, d2l, nd                  # noqa: E402
+from d2lmini.d2l import classic                        # noqa: E402
 
 try:                        # nn operators not in nd yet: the gluon stand-ins
     from _gluon_standins import standin_ops
@@ -121,7 +122,7 @@ def test_animator_in_a_script(capsys):
 def test_animator_in_a_notebook_displays_then_clears(monkeypatch):
     from IPython import display
     calls = []
-    monkeypatch.setattr(d2l, '_in_notebook', lambda: True)
+    monkeypatch.setattr(d2l.plotting, '_in_notebook', lambda: True)
     monkeypatch.setattr(display, 'display', lambda obj: calls.append(('show', obj)))
     monkeypatch.setattr(display, 'clear_output',
                         lambda wait=False: calls.append(('clear', wait)))
@@ -276,26 +277,30 @@ def _always_one(x):             # predicts class 1 for every example
     return nd.concat(nd.zeros((n, 1), ctx=c), nd.ones((n, 1), ctx=c), dim=1)
 
 
-def test_evaluate_accuracy_both_call_forms():
+def test_evaluate_accuracy_each_edition_in_its_module():
     loader = _two_class_loader()
     assert d2l.evaluate_accuracy(_always_one, loader) == pytest.approx(0.5)
     assert d2l.evaluate_accuracy(net=_always_one, data_iter=loader) == \
         pytest.approx(0.5)
-    # classic: (data_iter, net, ctx), ctx a Context, a list, or left out
-    assert d2l.evaluate_accuracy(loader, _always_one) == pytest.approx(0.5)
-    assert d2l.evaluate_accuracy(loader, _always_one, mx.cpu(1)) == \
+    # the first edition's: (data_iter, net, ctx), ctx a Context, a list,
+    # or left out
+    assert classic.evaluate_accuracy(loader, _always_one) == pytest.approx(0.5)
+    assert classic.evaluate_accuracy(loader, _always_one, mx.cpu(1)) == \
         pytest.approx(0.5)
     seen = []
 
     def net(x):
         seen.append(x.context)
         return _always_one(x)
-    acc = d2l.evaluate_accuracy(loader, net, ctx=[mx.cpu(0), mx.cpu(1)])
+    acc = classic.evaluate_accuracy(loader, net, ctx=[mx.cpu(0), mx.cpu(1)])
     assert acc == pytest.approx(0.5)
     # batches of 4, 4, 2 each split in two halves over the two devices
     assert seen == [mx.cpu(0), mx.cpu(1)] * 3
     with pytest.raises(TypeError, match='evaluate_accuracy'):
         d2l.evaluate_accuracy(loader)
+    # no guessing: the first edition's call form is refused, with where it is
+    with pytest.raises(TypeError, match='d2lmini.d2l.classic.evaluate_accuracy'):
+        d2l.evaluate_accuracy(loader, _always_one)
 
 
 def test_try_gpu_falls_back_on_mxnet_error(monkeypatch):
@@ -328,7 +333,7 @@ def test_data_iter_and_get_batch():
     assert sorted(seen.tolist()) == list(range(15))        # a permutation
     for X, y in batches:                                     # rows stay paired
         np.testing.assert_array_equal(X.asnumpy()[:, 0], 2 * y.asnumpy())
-    Xs, ys, n = d2l._get_batch(
+    Xs, ys, n = classic._get_batch(
         (nd.ones((4, 3)), nd.array([0, 1, 1, 0], dtype='int32')),
         [mx.cpu(0), mx.cpu(1)])
     assert n == 4 and [x.shape for x in Xs] == [(2, 3), (2, 3)]
@@ -363,6 +368,23 @@ def _small_fashion(fashion_mnist_dir, n_train=256, n_test=128, bs=64):
     test = FashionMNIST(root=fashion_mnist_dir, train=False).take(n_test)
     return (DataLoader(train.transform_first(trans), bs, shuffle=True),
             DataLoader(test.transform_first(trans), bs))
+
+
+def test_the_first_edition_has_a_namespace_of_its_own():
+    """classic is what ``import d2lzh as d2l`` gives the classic chapters;
+    its names that mean one thing are d2l's too, the two-meaning ones are
+    the course's in d2l."""
+    assert all(hasattr(classic, name) for name in classic.__all__)
+    for name in ('train_ch3', 'train_ch5', 'train', 'data_iter', 'resnet18',
+                 'Residual', 'semilogy', 'show_fashion_mnist'):
+        assert getattr(d2l, name) is getattr(classic, name), name
+    for name in ('try_gpu', 'load_data_fashion_mnist', 'Benchmark', 'sgd'):
+        assert getattr(classic, name) is getattr(d2l, name), name
+    for name in ('evaluate_accuracy', 'show_images'):
+        assert getattr(classic, name) is not getattr(d2l, name), name
+    assert classic.Residual.__module__ == 'd2lmini.d2l.classic'
+    assert classic.plt is d2l.plt
+    assert not hasattr(classic, 'train_ch6')            # not the first edition's
 
 
 def test_train_ch3_softmax_from_scratch(fashion_mnist_dir, capsys):
@@ -492,9 +514,11 @@ def test_classic_plot_helpers():
 
 def test_show_images_classic_scale_argument():
     imgs = [nd.ones((4, 4)) * i for i in range(4)]
-    axes = d2l.show_images(imgs, 2, 2, 0.5)         # classic: scale fourth
+    axes = classic.show_images(imgs, 2, 2, 0.5)     # classic: scale fourth
     assert len(axes) == 4
     assert tuple(axes[0].figure.get_size_inches()) == (1.0, 1.0)
+    with pytest.raises(TypeError, match='d2lmini.d2l.classic.show_images'):
+        d2l.show_images(imgs, 2, 2, 0.5)            # the course's: titles
 
 
 def test_images_per_sec_times_each_step_in_turns():
@@ -568,10 +592,10 @@ def test_show_trace_puts_the_legend_beside_the_bars():
 
 def test_median_time_waits_for_the_engine_and_takes_the_median(monkeypatch):
     ticks = iter([0.0, 1.0, 10.0, 12.0, 20.0, 20.5])  # calls of 1, 2, 0.5 s
-    monkeypatch.setattr(d2l, 'time', types.SimpleNamespace(
+    monkeypatch.setattr(d2l.speed, 'time', types.SimpleNamespace(
         perf_counter=lambda: next(ticks)))
     waited = []
-    monkeypatch.setattr(d2l.nd, 'waitall', lambda: waited.append(1))
+    monkeypatch.setattr(nd, 'waitall', lambda: waited.append(1))
     calls = []
     assert d2l.median_time(lambda: calls.append(1), 3) == 1.0
     assert len(calls) == 4 and len(waited) == 4       # a warm-up, then 3

@@ -88,7 +88,7 @@ def test_plot_passes_colours_bars_by_pass():
     ax = d2l.plot_passes(tr, devices, title='one step')
     colours = {tuple(np.round(c.get_facecolor()[0], 3)): c.get_label()
                for c in ax.collections}
-    for kind, colour in d2l._PASS_COLORS.items():
+    for kind, colour in d2l.figures._PASS_COLORS.items():
         assert colours[tuple(np.round(to_rgba(colour), 3))] == kind
     assert [t.get_text() for t in ax.get_legend().get_texts()] == \
         ['forward', 'backward', 'copy']
@@ -203,7 +203,7 @@ def test_ps_job_tells_every_process_its_role(tmp_path):
     assert told['worker 1']['DMLC_WORKER_ID'] == '1'
     assert told['server 0']['DMLC_ROLE'] == 'server'
     assert len({t['DMLC_PS_ROOT_PORT'] for t in told.values()}) == 1
-    root = os.path.dirname(os.path.dirname(os.path.abspath(d2l.__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mx.__file__)))
     assert all(t['PYTHONPATH'].split(os.pathsep)[0] == root
                for t in told.values())
 

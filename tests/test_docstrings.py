@@ -1,6 +1,6 @@
 """The API reference has no empty entries: every public name of ``nd``,
-``autograd``, ``gluon``, ``kvstore`` and ``d2l`` says what it does, and
-NDArray's methods show their real arguments.
+``autograd``, ``gluon``, ``kvstore``, ``d2l`` and ``d2l.classic`` says what
+it does, and NDArray's methods show their real arguments.
 
 Public means: in the module's ``__all__`` (submodules named there are
 followed), else any name without a leading underscore; for a class, its
@@ -18,7 +18,8 @@ from d2lmini import nd
 from d2lmini.ndarray import fluent
 
 MODULES = ('d2lmini.ndarray', 'd2lmini.ndarray.random', 'd2lmini.autograd',
-           'd2lmini.gluon', 'd2lmini.kvstore', 'd2lmini.d2l')
+           'd2lmini.gluon', 'd2lmini.kvstore', 'd2lmini.d2l',
+           'd2lmini.d2l.classic')
 
 # A docstring that only restates a call: "``nd.abs(self, *args, **kwargs)``."
 _CALL = re.compile(r'[\w.]+\([^()]*\)')
@@ -97,7 +98,7 @@ def test_the_check_sees_what_it_should():
     for name in ('d2lmini.ndarray.zeros', 'd2lmini.ndarray.NDArray.abs',
                  'd2lmini.ndarray.NDArray.shape', 'd2lmini.gluon.nn.Dense',
                  'd2lmini.gluon.Trainer.step', 'd2lmini.gluon.data.DataLoader',
-                 'd2lmini.kvstore.create', 'd2lmini.d2l.train_ch3',
+                 'd2lmini.kvstore.create', 'd2lmini.d2l.classic.train_ch3',
                  'd2lmini.ndarray.random.uniform', 'd2lmini.autograd.record'):
         assert name in labels, name
     assert 'd2lmini.ndarray.np' not in labels      # numpy is not ours

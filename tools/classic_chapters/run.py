@@ -14,10 +14,10 @@ first block that raises stops the chapter, as in a notebook.  The result
 What is changed, and nothing else
 ---------------------------------
 * Imports: a ``sys.modules`` alias makes ``mxnet`` -> ``d2lmini`` and
-  ``d2lzh`` -> ``d2lmini.d2l`` (so ``import mxnet as mx``,
-  ``from mxnet import nd``, ``from mxnet.gluon import nn`` and
-  ``import d2lzh as d2l`` resolve to this package).  The source text of the
-  blocks is left as it is.
+  ``d2lzh`` -> ``d2lmini.d2l.classic``, the first edition's helpers (so
+  ``import mxnet as mx``, ``from mxnet import nd``, ``from mxnet.gluon
+  import nn`` and ``import d2lzh as d2l`` resolve to this package).  The
+  source text of the blocks is left as it is.
 * Jupyter-only lines: a block's IPython magics (``%matplotlib inline``) and
   shell escapes (``!nvidia-smi``) are skipped, since they are not Python.
 * Figures: matplotlib uses the ``Agg`` backend (nothing is displayed).
@@ -193,9 +193,9 @@ import json, sys, time, traceback
 spec = json.load(sys.stdin)
 import matplotlib
 matplotlib.use('Agg')
-import d2lmini, d2lmini.d2l
+import d2lmini, d2lmini.d2l.classic
 sys.modules['mxnet'] = d2lmini
-sys.modules['d2lzh'] = d2lmini.d2l
+sys.modules['d2lzh'] = d2lmini.d2l.classic
 for sub in ('ndarray', 'autograd', 'gluon', 'init', 'initializer',
             'optimizer', 'context', 'engine'):
     try:
