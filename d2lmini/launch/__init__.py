@@ -353,7 +353,8 @@ def _child_pythonpath():
     started in another directory imports what the launcher imports (with
     ``python -m d2lmini.launch`` from a checkout, or a ``D2LMINI_CUPY``
     module found on ``PYTHONPATH``)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
     sites = set(site.getsitepackages()) | {site.getusersitepackages()}
     inherited = os.environ.get('PYTHONPATH', '').split(os.pathsep)
     parts = ([] if root in sites else [root]) + \
@@ -930,7 +931,3 @@ def main(argv=None):
         print(f'[launch] {e}', file=sys.stderr)
         return 1
     return rc
-
-
-if __name__ == '__main__':
-    sys.exit(main())
