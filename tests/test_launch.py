@@ -542,7 +542,7 @@ def real_sshd(tmp_path, monkeypatch):
         subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
                         str(d / key)], check=True, timeout=30)
     (d / 'authorized_keys').write_text((d / 'user.pub').read_text())
-    port = L._free_port('127.0.0.1')
+    port = L.plan._free_port('127.0.0.1')
     (d / 'config').write_text(
         f'Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\n'
         f'AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\n'
