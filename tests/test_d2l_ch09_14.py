@@ -145,14 +145,16 @@ def test_draw_ring_draws_a_panel_per_step_and_the_counts():
 
 
 def _timeline(num_steps, per_step):
-    events = {}
+    """{rank: spans} as trace.load reads a HOROVOD_TIMELINE file (seconds)."""
+    spans = {}
     for rank in (0, 1):
-        evs = [{'cat': 'broadcast', 'ts': 1000.0 * k, 'dur': 50.0}
-               for k in range(2)]
-        evs += [{'cat': 'allreduce', 'ts': 1e4 * (s + 1) + 100 * k + rank,
-                 'dur': 80.0} for s in range(num_steps) for k in range(per_step)]
-        events[rank] = evs
-    return events
+        sp = [(rank, 'init', 1e-3 * k, 1e-3 * k + 50e-6, {'cat': 'broadcast'})
+              for k in range(2)]
+        sp += [(rank, 'grad', t, t + 80e-6, {'cat': 'allreduce'})
+               for s in range(num_steps) for k in range(per_step)
+               for t in [1e-2 * (s + 1) + 1e-4 * k + 1e-6 * rank]]
+        spans[rank] = sp
+    return spans
 
 
 def test_plot_collectives_whole_run_and_one_step():

@@ -19,6 +19,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpi_job  # noqa: E402
+from d2lmini.engine import trace as trace_mod  # noqa: E402
 from mpi_job import needs_mpi  # noqa: E402
 
 sys.path.insert(0, mpi_job.SCRIPTS)
@@ -201,6 +202,15 @@ def test_timeline_is_a_chrome_trace_with_one_event_per_collective(
         assert [e['args']['bytes'] for e in grouped] == fused
         assert len(events) == len(ours) + len(grouped) + sum(
             e['ph'] == 'M' for e in events)            # nothing else recorded
+        # the shared span recorder reads it back (chapter 13's figure does)
+        spans = trace_mod.load(str(tmp_path / f'timeline.rank{r}.json'))
+        xs = sorted((e for e in trace['traceEvents'] if e['ph'] == 'X'),
+                    key=lambda e: e['ts'])
+        assert [(s[1], s[4]['cat']) for s in spans] == [
+            (e['name'], e['cat']) for e in xs]
+        assert all(abs(s[2] - e['ts'] / 1e6) < 1e-6 and s[3] >= s[2]
+                   for s, e in zip(spans, xs))
+        assert {s[0] for s in spans} == {f'rank {r}'}
 
 
 # ------------------------------------------------------------------ faults

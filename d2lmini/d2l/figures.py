@@ -159,45 +159,49 @@ def draw_ring(history, n):
 def plot_collectives(traces, num_steps, step):
     """Horovod timelines (chapter 13): a row of two plots per trace.
 
-    ``traces`` maps a title to ``{rank: events}``, the complete (``'X'``)
-    events of each rank's ``HOROVOD_TIMELINE`` file.  On the left the whole
-    run, a bar per broadcast (grey) and allreduce (blue), each at least
-    1.5 ms wide so that it shows; on the right the allreduces of step
-    ``step`` (from 1) of the ``num_steps`` the run took, magnified.
+    ``traces`` maps a title to ``{rank: spans}``, each rank's
+    ``HOROVOD_TIMELINE`` file as :func:`d2lmini.engine.trace.load` reads it:
+    ``(lane, name, start, end, info)`` in seconds, ``info['cat']`` the
+    collective.  On the left the whole run, a bar per broadcast (grey) and
+    allreduce (blue), each at least 1.5 ms wide so that it shows; on the
+    right the allreduces of step ``step`` (from 1) of the ``num_steps`` the
+    run took, magnified.
 
     Examples
     --------
-    >>> fig = d2l.plot_collectives({'fused': events}, num_steps=10, step=5)
+    >>> fig = d2l.plot_collectives({'fused': spans}, num_steps=10, step=5)
     """
-    def bars(ax, events, cat, zero, color, label=None, least=0.0, **kw):
-        for rank, evs in events.items():
-            spans = [((e['ts'] - zero) / 1e3, max(e['dur'] / 1e3, least))
-                     for e in evs if e['cat'] == cat]
-            ax.broken_barh(spans, (rank - 0.35, 0.7), color=color,
+    def of(spans, cat):
+        return [s for s in spans if s[4]['cat'] == cat]
+
+    def bars(ax, spans, cat, zero, color, label=None, least=0.0, **kw):
+        for rank, sp in spans.items():
+            ms = [((s[2] - zero) * 1e3, max((s[3] - s[2]) * 1e3, least))
+                  for s in of(sp, cat)]
+            ax.broken_barh(ms, (rank - 0.35, 0.7), color=color,
                            label=label if rank == 0 else None, **kw)
 
     fig, axes = _plt().subplots(len(traces), 2, figsize=(9, 1.8 * len(traces)),
                                 gridspec_kw={'width_ratios': [2, 1]},
                                 squeeze=False)
-    for row, (title, events) in zip(axes, traces.items()):
-        reduces = {r: [e for e in evs if e['cat'] == 'allreduce']
-                   for r, evs in events.items()}
-        zero = min(r[0]['ts'] for r in reduces.values())
-        bars(row[0], events, 'broadcast', zero, 'tab:gray', 'broadcast', 1.5)
-        bars(row[0], events, 'allreduce', zero, 'tab:blue', 'allreduce', 1.5)
+    for row, (title, spans) in zip(axes, traces.items()):
+        reduces = {r: of(sp, 'allreduce') for r, sp in spans.items()}
+        zero = min(r[0][2] for r in reduces.values())
+        bars(row[0], spans, 'broadcast', zero, 'tab:gray', 'broadcast', 1.5)
+        bars(row[0], spans, 'allreduce', zero, 'tab:blue', 'allreduce', 1.5)
         row[0].set_title(f'{title}: {num_steps} steps', fontsize=9)
         per_step = len(reduces[0]) // num_steps     # allreduces per step
-        one = {r: evs[(step - 1) * per_step:step * per_step]
-               for r, evs in reduces.items()}
-        begin = min(e['ts'] for evs in one.values() for e in evs)
-        end = max(e['ts'] + e['dur'] for evs in one.values() for e in evs)
+        one = {r: sp[(step - 1) * per_step:step * per_step]
+               for r, sp in reduces.items()}
+        begin = min(s[2] for sp in one.values() for s in sp)
+        end = max(s[3] for sp in one.values() for s in sp)
         bars(row[1], one, 'allreduce', begin, 'tab:blue', edgecolor='black',
              linewidth=0.5)
-        row[1].set_xlim(-0.05 * (end - begin) / 1e3, 1.05 * (end - begin) / 1e3)
+        row[1].set_xlim(-0.05 * (end - begin) * 1e3, 1.05 * (end - begin) * 1e3)
         row[1].set_title(f'step {step}: {per_step} allreduce(s)', fontsize=9)
         for ax in row:
-            ax.set_yticks(sorted(events))
-            ax.set_yticklabels([f'rank {r}' for r in sorted(events)])
+            ax.set_yticks(sorted(spans))
+            ax.set_yticklabels([f'rank {r}' for r in sorted(spans)])
     axes[-1, 0].set_xlabel('ms after the first allreduce')
     axes[-1, 1].set_xlabel("ms after the step's first allreduce began")
     axes[0, 0].legend(loc='lower left', bbox_to_anchor=(0, 1.15), ncol=2,
