@@ -13,7 +13,7 @@ from ..base import error_types
 
 
 # === reductions =================================================================
-class Reduce(Op):
+class ReduceOp(Op):
     """A reduction over ``axis``.  Reducing *every* axis without ``keepdims``
     gives shape ``(1,)``, not ``()``: MXNet 1.x has no 0-d arrays, and code
     such as ``x.sum()[0]`` relies on that."""
@@ -56,7 +56,7 @@ def _reduce_cases():
 
 
 @register
-class Sum(Reduce):
+class SumOp(ReduceOp):
     name = 'sum'
     cases = _reduce_cases()
 
@@ -69,7 +69,7 @@ class Sum(Reduce):
 
 
 @register
-class Mean(Reduce):
+class MeanOp(ReduceOp):
     name = 'mean'
     cases = _reduce_cases()
 
@@ -84,7 +84,7 @@ class Mean(Reduce):
         return [(self._expand(g, x, axis, keepdims) / n).broadcast_to(x.shape)]
 
 
-class _MaxMin(Reduce):
+class _MaxMinOp(ReduceOp):
     cases = _reduce_cases()
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
@@ -97,7 +97,7 @@ class _MaxMin(Reduce):
 
 
 @register
-class Max(_MaxMin):
+class MaxOp(_MaxMinOp):
     name = 'max'
 
     def forward(self, a, axis=None, keepdims=False):
@@ -105,7 +105,7 @@ class Max(_MaxMin):
 
 
 @register
-class Min(_MaxMin):
+class MinOp(_MaxMinOp):
     name = 'min'
 
     def forward(self, a, axis=None, keepdims=False):
@@ -113,7 +113,7 @@ class Min(_MaxMin):
 
 
 @register
-class Prod(Reduce):
+class ProdOp(ReduceOp):
     name = 'prod'
     cases = tuple(Case(*c.shapes, low=0.5, high=1.5, **c.attrs) for c in _reduce_cases())
 
@@ -126,7 +126,7 @@ class Prod(Reduce):
 
 
 @register
-class NanSum(Reduce):
+class NanSumOp(ReduceOp):
     """``sum`` that treats NaN as 0 (its gradient there is 0)."""
     name = 'nansum'
     cases = _reduce_cases()
@@ -140,7 +140,7 @@ class NanSum(Reduce):
 
 
 @register
-class NanProd(Reduce):
+class NanProdOp(ReduceOp):
     """``prod`` that treats NaN as 1 (its gradient there is 0)."""
     name = 'nanprod'
     cases = tuple(Case(*c.shapes, low=0.5, high=1.5, **c.attrs) for c in _reduce_cases())
@@ -156,7 +156,7 @@ class NanProd(Reduce):
 
 
 @register
-class Norm(Reduce):
+class NormOp(ReduceOp):
     """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements
     by default)."""
     name = 'norm'
@@ -182,7 +182,7 @@ class Norm(Reduce):
         return [x * self._expand(g / out, x, axis, keepdims)]
 
 
-class _Arg(Reduce):
+class _ArgOp(ReduceOp):
     differentiable = False
 
     def infer(self, shapes, dtypes, axis=None, keepdims=False):
@@ -196,7 +196,7 @@ class _Arg(Reduce):
 
 
 @register
-class Argmax(_Arg):
+class ArgmaxOp(_ArgOp):
     name = 'argmax'
 
     def forward(self, a, axis=None, keepdims=False):
@@ -204,7 +204,7 @@ class Argmax(_Arg):
 
 
 @register
-class Argmin(_Arg):
+class ArgminOp(_ArgOp):
     name = 'argmin'
 
     def forward(self, a, axis=None, keepdims=False):
@@ -212,7 +212,7 @@ class Argmin(_Arg):
 
 
 @register
-class BroadcastTo(Op):
+class BroadcastToOp(Op):
     name = 'broadcast_to'
     cases = (Case((3, 1), shape=(2, 3, 4)),)
 

@@ -7,7 +7,7 @@ from .op_utils import _common_dtype, _check_kwargs, into
 
 # === linear algebra ===========================================================================
 @register
-class Dot(Op):
+class DotOp(Op):
     """MXNet's ``dot``: contracts the last axis of ``a`` with the first of ``b``."""
     name = 'dot'
     cases = (Case((3, 4), (4, 5)), Case((4, 3), (4, 5), transpose_a=True),
@@ -51,7 +51,7 @@ class Dot(Op):
 
 
 @register
-class BatchDot(Op):
+class BatchDotOp(Op):
     name = 'batch_dot'
     cases = (Case((2, 3, 4), (2, 4, 5)), Case((2, 4, 3), (2, 5, 4), transpose_a=True,
                                                transpose_b=True))

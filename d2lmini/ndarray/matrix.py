@@ -71,7 +71,7 @@ def infer_reshape(shape, target, reverse=False):
 
 
 @register
-class Reshape(Op):
+class ReshapeOp(Op):
     name = 'reshape'
     cases = (Case((3, 4), shape=(2, -1)), Case((2, 3, 4), shape=(0, -1)))
 
@@ -90,7 +90,7 @@ class Reshape(Op):
 
 
 @register
-class Flatten(Op):
+class FlattenOp(Op):
     """Collapse all axes but the first: (N, a, b, ...) -> (N, a*b*...)."""
     name = 'flatten'
     cases = (Case((2, 3, 4)),)
@@ -107,7 +107,7 @@ class Flatten(Op):
 
 
 @register
-class Transpose(Op):
+class TransposeOp(Op):
     name = 'transpose'
     cases = (Case((2, 3)), Case((2, 3, 4), axes=(1, 2, 0)))
 
@@ -129,7 +129,7 @@ class Transpose(Op):
 
 
 @register
-class SwapAxes(Op):
+class SwapAxesOp(Op):
     name = 'swapaxes'
     cases = (Case((2, 3, 4), dim1=0, dim2=2),)
 
@@ -147,7 +147,7 @@ class SwapAxes(Op):
 
 
 @register
-class ExpandDims(Op):
+class ExpandDimsOp(Op):
     name = 'expand_dims'
     cases = (Case((2, 3), axis=1),)
 
@@ -168,7 +168,7 @@ class ExpandDims(Op):
 
 
 @register
-class Squeeze(Op):
+class SqueezeOp(Op):
     name = 'squeeze'
     cases = (Case((2, 1, 3)), Case((2, 1, 1), axis=1))
 
@@ -189,7 +189,7 @@ class Squeeze(Op):
 
 
 @register
-class Tile(Op):
+class TileOp(Op):
     name = 'tile'
     cases = (Case((2, 3), reps=(2, 1)), Case((3,), reps=(2, 2)))
 
@@ -218,7 +218,7 @@ class Tile(Op):
 
 
 @register
-class Repeat(Op):
+class RepeatOp(Op):
     name = 'repeat'
     cases = (Case((2, 3), repeats=2, axis=1), Case((2, 3), repeats=3))
 
@@ -243,7 +243,7 @@ class Repeat(Op):
 
 
 @register
-class Flip(Op):
+class FlipOp(Op):
     name = 'flip'
     cases = (Case((3, 4), axis=1),)
 
@@ -260,7 +260,7 @@ class Flip(Op):
 
 
 @register
-class Concat(Op):
+class ConcatOp(Op):
     name = 'concat'
     cases = (Case((2, 3), (2, 4), dim=1), Case((2, 3), (1, 3), (3, 3), dim=0))
 
@@ -294,7 +294,7 @@ class Concat(Op):
 
 
 @register
-class Stack(Op):
+class StackOp(Op):
     name = 'stack'
     cases = (Case((2, 3), (2, 3), axis=1),)
 
@@ -317,7 +317,7 @@ class Stack(Op):
 
 
 @register
-class Split(Op):
+class SplitOp(Op):
     name = 'split'
     nout = None            # always a list of outputs (even for num_outputs=1)
     cases = (Case((4, 6), num_outputs=2, axis=1), Case((4, 3), num_outputs=4, axis=0,
@@ -352,7 +352,7 @@ class Split(Op):
 
 
 @register
-class SliceAxis(Op):
+class SliceAxisOp(Op):
     name = 'slice_axis'
     cases = (Case((4, 5), axis=1, begin=1, end=4),)
 
@@ -382,7 +382,7 @@ def _axis_key(ndim, axis, begin, end):
 
 
 @register
-class Slice(Op):
+class SliceOp(Op):
     """MXNet's ``slice``: ``data[begin[0]:end[0]:step[0], ...]`` as a new array
     (a copy, unlike ``x[a:b]``, which is a view).  Axes past ``len(begin)``
     are kept whole; ``None`` in begin/end/step means the default."""
@@ -613,7 +613,7 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, name=None):
 
 
 @register
-class ShapeArray(Op):
+class ShapeArrayOp(Op):
     name = 'shape_array'
     differentiable = False
 
@@ -625,7 +625,7 @@ class ShapeArray(Op):
 
 
 @register
-class SizeArray(Op):
+class SizeArrayOp(Op):
     name = 'size_array'
     differentiable = False
 

@@ -100,7 +100,7 @@ def _check(dist, what, value, ok, need):
 
 
 @register
-class SampleArray(Op):
+class SampleArrayOp(Op):
     """Samples with NDArray-valued parameters: ``shape`` draws for each element
     of the parameters (all of one shape), so the output is ``p.shape + shape``."""
     name = '_sample_array'
@@ -249,7 +249,7 @@ def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=Non
 
 
 @register
-class Multinomial(Op):
+class MultinomialOp(Op):
     """Indices drawn from the distributions along the last axis of ``p``."""
     name = '_sample_multinomial'
     differentiable = False

@@ -14,7 +14,7 @@ def _bn_axes(ndim, axis):
 
 
 @register
-class BatchNorm(Op):
+class BatchNormOp(Op):
     """Batch normalization over ``axis`` (the channels; MXNet default 1).
 
     Outputs ``(out, mean, var)`` like MXNet's op (the front end returns

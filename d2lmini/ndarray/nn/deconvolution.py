@@ -33,7 +33,7 @@ def _out_size(n, k, s, d, p, a):
 
 
 @register
-class Deconvolution(Op):
+class DeconvolutionOp(Op):
     """2-D transposed convolution, NCHW: ``data (N, C, H, W)``, ``weight (C,
     num_filter/num_group, KH, KW)``, optional ``bias (num_filter,)``."""
     name = 'Deconvolution'

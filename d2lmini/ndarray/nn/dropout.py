@@ -11,7 +11,7 @@ __all__ = ['Dropout']
 
 
 @register
-class DropoutMask(Op):
+class DropoutMaskOp(Op):
     """Draws Dropout's mask: 0 with probability ``p``, else ``1 / (1 - p)``.
 
     The draw runs inside the kernel, on the device's stream, from the

@@ -10,7 +10,7 @@ __all__ = ['FullyConnected']
 
 
 @register
-class FullyConnected(Op):
+class FullyConnectedOp(Op):
     """``out = data @ weight.T + bias``: one GEMM.
 
     ``flatten=True`` (MXNet's default) treats ``data`` as ``(N, -1)``;
@@ -65,7 +65,7 @@ class FullyConnected(Op):
 
 
 @register
-class FullyConnectedAct(Op):
+class FullyConnectedActOp(Op):
     """``Activation(FullyConnected(x, w, b), act_type)`` as ONE op: the
     activation runs in place on the GEMM's fresh output, and the backward
     pass takes its derivative from the output alone.  What gluon's

@@ -80,7 +80,7 @@ def _inputs(shape, params):
 
 
 @register
-class InstanceNorm(Op):
+class InstanceNormOp(Op):
     """Normalizes each (sample, channel) over the spatial axes."""
     name = 'InstanceNorm'
     cases = (Case(inputs=_inputs((2, 3, 4), 3), eps=1e-3),
@@ -99,7 +99,7 @@ class InstanceNorm(Op):
 
 
 @register
-class GroupNorm(Op):
+class GroupNormOp(Op):
     """Normalizes each (sample, group of channels) over the group's channels
     and the spatial axes."""
     name = 'GroupNorm'

@@ -77,7 +77,7 @@ def _unpad(g, pairs, mode):
 
 
 @register
-class Pad(Op):
+class PadOp(Op):
     """Pads the spatial axes of 4-D/5-D ``data`` (MXNet's ``Pad``)."""
     name = 'pad'
     cases = (Case((2, 2, 3, 4), mode='constant', pad_width=(0, 0, 0, 0, 1, 2, 2, 1),
@@ -106,7 +106,7 @@ class Pad(Op):
 
 
 @register
-class PadBackward(Op):
+class PadBackwardOp(Op):
     """The gradient of ``pad``: borders cropped, or folded back onto the cells
     they copy.  Linear; its own gradient is ``pad`` with zeros."""
     name = '_pad_backward'

@@ -83,7 +83,7 @@ def _pool_key(dshape, kernel, pool_type, global_pool, stride, pad, convention):
 
 
 @register
-class Pooling(Op):
+class PoolingOp(Op):
     """Max / average / sum pooling over 2-D windows, NCHW.
 
     MXNet's defaults: ``stride=(1, 1)``, ``pad=(0, 0)``,
@@ -139,7 +139,7 @@ class Pooling(Op):
 
 
 @register
-class PoolBackward(Op):
+class PoolBackwardOp(Op):
     """``dx`` of Pooling from ``(dy, x, y)``.
 
     Max: each window's gradient goes to its first maximum in scan order (as
