@@ -8,8 +8,8 @@ import numpy as np
 
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, broadcast_shapes, norm_axis
-from .op_utils import _axis, _sum_to, _check_kwargs, _xp, into
-from ..base import error_types
+from .op_utils import _axis, _sum_to, _xp, into
+from ..base import _check_kwargs, error_types
 
 
 # === reductions =================================================================
@@ -240,7 +240,7 @@ def _reduce_fn(name):
 
     def fn(data, axis=None, keepdims=False, exclude=False, out=None, name=None,
            **kwargs):
-        _check_kwargs(op.name, kwargs, ())
+        _check_kwargs(fn, kwargs)
         if exclude:
             ax = norm_axis(op.name, axis, data.ndim)
             axis = tuple(i for i in range(data.ndim) if i not in ax)
@@ -263,7 +263,7 @@ sum_axis, max_axis, min_axis = sum, max, min    # noqa: A001 - MXNet names
 def norm(data, ord=2, axis=None, keepdims=False, out=None, name=None, **kwargs):
     """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements
     by default; MXNet's ``out_dtype`` is not supported)."""
-    _check_kwargs('norm', kwargs, ())
+    _check_kwargs(norm, kwargs)
     res = invoke(OPS['norm'], (data,), {'axis': axis, 'keepdims': keepdims,
                                         'ord': ord})
     return res if out is None else into(out, res, 'norm')

@@ -1,8 +1,9 @@
 """Matrix products: ``dot`` and ``batch_dot`` (MXNet's ``src/operator/tensor/dot``)."""
 from .. import backend
+from ..base import _check_kwargs
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, result_dtype
-from .op_utils import _common_dtype, _check_kwargs, into
+from .op_utils import _common_dtype, into
 
 
 # === linear algebra ===========================================================================
@@ -91,7 +92,7 @@ class BatchDotOp(Op):
 # === functional front ends ==========================================================
 def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None, name=None, **kwargs):
     """Matrix product; N-D arrays contract ``lhs``'s last axis with ``rhs``'s first."""
-    _check_kwargs('dot', kwargs, ('forward_stype',))
+    _check_kwargs(dot, kwargs, ('forward_stype',))
     return into(out, invoke(OPS['dot'], (lhs, rhs), {'transpose_a': transpose_a,
                                                      'transpose_b': transpose_b}), 'dot')
 
@@ -99,7 +100,7 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None, name=None, **k
 def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None, name=None,
               **kwargs):
     """Batched matrix product of (B, n, k) and (B, k, m) arrays."""
-    _check_kwargs('batch_dot', kwargs, ('forward_stype',))
+    _check_kwargs(batch_dot, kwargs, ('forward_stype',))
     return into(out, invoke(OPS['batch_dot'], (lhs, rhs),
                             {'transpose_a': transpose_a, 'transpose_b': transpose_b}),
                 'batch_dot')

@@ -14,8 +14,9 @@ import numpy as np
 
 from .ndarray import NDArray, invoke, _binary, zeros_like
 from .registry import OPS, Case, Op, register, broadcast_shapes, result_dtype
-from .op_utils import _sum_to, _check_kwargs, into
+from .op_utils import _sum_to, into
 from .. import backend
+from ..base import _check_kwargs
 from . import cpu_kernels
 from ..context import cpu
 
@@ -419,9 +420,7 @@ def _unary_fn(name):
     op = OPS[name]
 
     def fn(data, out=None, name=None, **kwargs):
-        if kwargs:
-            raise TypeError(f"{op.name}() got unexpected keyword arguments "
-                            f"{sorted(kwargs)}")
+        _check_kwargs(fn, kwargs)
         res = invoke(op, (data,))
         return res if out is None else into(out, res, op.name)
     fn.__name__, fn.__doc__ = name, type(op).__doc__
@@ -454,7 +453,7 @@ def _binary_fn(opname, fname, same_shape=False):
     def fn(lhs, rhs, out=None, name=None, **ignored):
         if ignored:
             if not fname.startswith('broadcast_'):
-                _check_kwargs(fname, ignored, ())
+                _check_kwargs(fn, ignored)
             # MXNet's broadcast ops have no parameters and pass any keyword
             # by (its own test_loss gives broadcast_maximum an axis=).
             warnings.warn(f'{fname} ignores {sorted(ignored)}, as MXNet does',
@@ -530,7 +529,7 @@ Cast = cast
 
 def add_n(*args, out=None, name=None, **kwargs):
     """The sum of all ``args`` (MXNet's ``ElementWiseSum``)."""
-    _check_kwargs('add_n', kwargs, ('num_args',))
+    _check_kwargs(add_n, kwargs, ('num_args',))
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         args = tuple(args[0])
     res = args[0]

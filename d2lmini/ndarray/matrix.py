@@ -8,9 +8,10 @@ import builtins
 import numpy as np
 
 from .. import backend
+from ..base import _check_kwargs
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, norm_axis
-from .op_utils import _axis, _common_dtype, _check_kwargs, _xp, into
+from .op_utils import _axis, _common_dtype, _xp, into
 
 # _copies_note: transpose, swapaxes, flip, split, slice_axis and slice return
 # new arrays, as in MXNet, not NumPy views: a view would silently change when
@@ -558,7 +559,7 @@ def _arrays(name, data):
 
 def concat(*data, dim=1, out=None, name=None, **kwargs):
     """Join arrays along ``dim`` (MXNet's default ``dim=1``)."""
-    _check_kwargs('concat', kwargs, ('num_args',))
+    _check_kwargs(concat, kwargs, ('num_args',))
     return into(out, invoke(OPS['concat'], _arrays('concat', data), {'dim': dim}),
                 'concat')
 
@@ -580,7 +581,7 @@ def stack(*data, axis=0, out=None, name=None, **kwargs):
     >>> nd.stack(nd.zeros((2, 3)), nd.ones((2, 3)), axis=1).shape
     (2, 2, 3)
     """
-    _check_kwargs('stack', kwargs, ('num_args',))
+    _check_kwargs(stack, kwargs, ('num_args',))
     return into(out, invoke(OPS['stack'], _arrays('stack', data), {'axis': axis}),
                 'stack')
 

@@ -4,11 +4,13 @@ import math
 import numpy as np
 
 from ... import backend
+from ...base import _check_kwargs
 from .. import cpu_kernels
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..ops import _sigmoid, _softrelu
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _needs_grad, _result, _xp
+from ._common import _float_dtype, _needs_grad, _result
 
 __all__ = ['Activation', 'LeakyReLU']
 

@@ -1,8 +1,10 @@
 """``BatchNorm`` with MXNet 1.x semantics (aux states updated in place)."""
 from ... import autograd as _ag
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _needs_grad, _result, _xp
+from ._common import _float_dtype, _needs_grad, _result
 
 __all__ = ['BatchNorm']
 

@@ -42,12 +42,13 @@ import functools
 
 import numpy as np
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
 from ..layout import chwn as _chwn, copyto as _copyto, transpose_into as _transpose_into
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import (_Geom, _as_strided, _channels_first, _channels_last, _check_kwargs,
-                      _float_dtype, _lift, _matmul, _needs_grad, _result, _spatial,
-                      _tap, _tuple, _ws, _xp)
+from ._common import (_Geom, _as_strided, _channels_first, _channels_last, _float_dtype,
+                      _lift, _matmul, _needs_grad, _result, _spatial, _tap, _tuple, _ws)
 from .activation import _FROM_OUTPUT, activate_
 from .pad import pad as _pad
 

@@ -25,9 +25,11 @@ MXNet's rules for the arguments:
 import numpy as np
 
 from ... import backend
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _result, _xp
+from ._common import _float_dtype, _result
 
 __all__ = ['CTCLoss', 'ctc_loss']
 

@@ -1,9 +1,10 @@
 """``FullyConnected``: the dense layer as one GEMM."""
 import math
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _needs_grad, _result
+from ._common import _float_dtype, _needs_grad, _result
 from .activation import _FROM_OUTPUT, activate_
 
 __all__ = ['FullyConnected']

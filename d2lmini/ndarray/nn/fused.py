@@ -25,8 +25,9 @@ import numpy as np
 
 from ..ndarray import invoke, zeros_like
 from ..layout import chwn as _chwn, copyto as _copyto
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _needs_grad, _ws, _xp
+from ._common import _needs_grad, _ws
 from .convolution import _conv_forward, _conv_geom, _conv_grads
 
 _BAND = 1 << 20           # bytes of dy per band: stays in the cache

@@ -11,9 +11,10 @@ differences.
 """
 import math
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
 from ..registry import OPS, Op, register
-from ._common import _check_kwargs, _float_dtype, _result
+from ._common import _float_dtype, _result
 
 __all__ = ['SoftmaxOutput', 'Softmax', 'LinearRegressionOutput',
            'LogisticRegressionOutput', 'MAERegressionOutput', 'MakeLoss',

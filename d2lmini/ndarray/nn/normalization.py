@@ -14,9 +14,11 @@ The variance is the biased one (divided by the count), as in MXNet.  One
 forward and one backward serve both ops: the data is viewed as ``(N, G, M)``
 (G = channels for InstanceNorm, groups for GroupNorm) and normalized over M.
 """
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _needs_grad, _result, _xp
+from ._common import _float_dtype, _needs_grad, _result
 
 __all__ = ['InstanceNorm', 'GroupNorm']
 

@@ -11,9 +11,11 @@ The gradient is the adjoint of the padding: crop the border off
 'reflect').  It is an op of its own, ``_pad_backward``, whose gradient is
 ``pad`` again.
 """
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _result, _xp
+from ._common import _result
 
 __all__ = ['pad', 'Pad']
 

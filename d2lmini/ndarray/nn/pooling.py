@@ -3,11 +3,13 @@ import functools
 
 import numpy as np
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
 from ..layout import as_layout as _as_layout, empty_as as _empty_as
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import (_Geom, _channels_first, _channels_last, _check_kwargs,
-                      _float_dtype, _lift, _result, _spatial, _tap, _tuple, _xp)
+from ._common import (_Geom, _channels_first, _channels_last, _float_dtype, _lift,
+                      _result, _spatial, _tap, _tuple)
 
 __all__ = ['Pooling']
 

@@ -2,10 +2,12 @@
 ``SoftmaxOutput`` (MXNet's classic loss head) and ``SoftmaxActivation``."""
 import numpy as np
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..ops import one_hot
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _result, _xp
+from ._common import _float_dtype, _result
 
 __all__ = ['softmax', 'softmin', 'log_softmax', 'softmax_cross_entropy',
            'SoftmaxActivation']
