@@ -420,7 +420,8 @@ def _unary_fn(name):
     op = OPS[name]
 
     def fn(data, out=None, name=None, **kwargs):
-        _check_kwargs(fn, kwargs)
+        if kwargs:
+            _check_kwargs(fn, kwargs)
         res = invoke(op, (data,))
         return res if out is None else into(out, res, op.name)
     fn.__name__, fn.__doc__ = name, type(op).__doc__
