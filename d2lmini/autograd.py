@@ -68,7 +68,7 @@ class Node:
 
 def _record(op, inputs, outputs, attrs):
     # tuples: the caller gets the output list itself and may extend it
-    # (Convolution.backward appends the bias gradient to _conv_backward's)
+    # (ConvolutionOp.backward appends the bias gradient to _conv_backward's)
     node = Node(op, tuple(inputs), tuple(outputs), attrs)
     for o in outputs:
         o._node = node

@@ -19,7 +19,15 @@ Python exception that the front end or a kernel raised::
     (True, True)
 
 :class:`MXNetError` derives from ``RuntimeError``, as MXNet's does.
+
+:func:`_check_kwargs` is the one check every operator front end (``nd.ones``,
+``nd.exp``, ``nd.Convolution``...) makes of the keywords its ``**kwargs``
+caught: a typo fails at once, with a guess at the keyword meant.
 """
+import difflib
+import functools
+import inspect
+
 import numpy as np
 
 __all__ = ['MXNetError', 'InternalError', 'NotImplementedForSymbol', 'register_error', 'error_types',
@@ -148,3 +156,40 @@ for _t in _MIXABLE:           # MXNet's names for the types it registers
     error_types[_t.__name__] = mixed_class(MXNetError, _t)
 error_types['MXNetError'] = MXNetError
 del _t
+
+
+# === keywords: the one check of every operator front end ==========================
+@functools.lru_cache(maxsize=None)
+def _keywords(fn):
+    """The names ``fn`` takes as keywords (its signature, less ``*args``/``**kw``)."""
+    return tuple(p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+
+
+def _check_kwargs(fn, kwargs, ignored=()):
+    """Refuse the keywords in ``kwargs`` that front end ``fn`` does not take.
+
+    ``kwargs`` is what ``fn``'s ``**kwargs`` caught; ``ignored`` are MXNet
+    keywords ``fn`` accepts and ignores (``stype``, ``cudnn_tune``...), and
+    ``out=None`` (MXNet's default) is always accepted.  The TypeError names
+    ``fn`` and guesses the keyword meant from ``fn``'s signature::
+
+        >>> nd.ones(shape=(2, 2), ctxx=mx.cpu())
+        Traceback (most recent call last):
+        TypeError: ones() got an unexpected keyword argument 'ctxx'; did you mean 'ctx'?
+    """
+    bad = [k for k in kwargs
+           if k not in ignored and not (k == 'out' and kwargs[k] is None)]
+    if not bad:
+        return
+    known = _keywords(fn)
+    near = {k: difflib.get_close_matches(k, known + tuple(ignored), n=1) for k in bad}
+    if len(bad) == 1 and near[bad[0]]:
+        raise TypeError(f"{fn.__name__}() got an unexpected keyword argument "
+                        f"'{bad[0]}'; did you mean '{near[bad[0]][0]}'?")
+    head = ('an unexpected keyword argument' if len(bad) == 1
+            else 'unexpected keyword arguments')
+    what = ', '.join(f"'{k}'" + (f" (did you mean '{near[k][0]}'?)" if near[k] else '')
+                     for k in bad)
+    raise TypeError(f"{fn.__name__}() got {head} {what}; its keywords are "
+                    f"{', '.join(known)}")

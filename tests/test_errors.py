@@ -152,6 +152,35 @@ def test_unknown_keywords(bad):
         bad(nd.ones((2, 2)))
 
 
+@pytest.mark.parametrize('bad,message', [
+    (lambda x: nd.ones(shape=(2, 2), ctxx=mx.cpu()),
+     "ones() got an unexpected keyword argument 'ctxx'; did you mean 'ctx'?"),
+    (lambda x: nd.Convolution(x.reshape((1, 1, 2, 2)), nd.ones((1, 1, 1, 1)),
+                              kernel=(1, 1), num_filters=1, no_bias=True),
+     "Convolution() got an unexpected keyword argument 'num_filters'; "
+     "did you mean 'num_filter'?"),
+    (lambda x: nd.exp(x, outt=x),
+     "exp() got an unexpected keyword argument 'outt'; did you mean 'out'?"),
+], ids=['ones', 'Convolution', 'exp'])
+def test_a_typo_in_a_keyword_gets_a_guess(bad, message):
+    # One check serves every front end (d2lmini.base._check_kwargs): the
+    # creation functions, the layer ops and the elementwise ones alike.
+    with pytest.raises(TypeError) as e:
+        bad(nd.ones((2, 2)))
+    assert str(e.value) == message
+
+
+def test_keywords_without_a_guess_are_listed_with_the_accepted_ones():
+    with pytest.raises(TypeError) as e:
+        nd.zeros((2,), shap=(3,), colour='red')
+    assert str(e.value) == ("zeros() got unexpected keyword arguments 'shap' (did "
+                            "you mean 'shape'?), 'colour'; its keywords are shape, "
+                            "ctx, dtype, out")
+    with pytest.raises(TypeError, match="its keywords are data, out, name$"):
+        nd.exp(nd.ones(2), inplace=True)
+    nd.ones((2,), stype='default', name='x', out=None)    # MXNet's, ignored
+
+
 def test_backward_outside_record():
     x = nd.ones((2,))
     x.attach_grad()

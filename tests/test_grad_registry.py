@@ -18,8 +18,8 @@ import pytest
 import d2lmini  # noqa: F401 - registers every operator
 from d2lmini import autograd, nd
 from d2lmini.ndarray.ndarray import invoke
-from d2lmini.ndarray.elemwise import Scalar, Unary
-from d2lmini.ndarray.registry import OPS
+from d2lmini.ndarray.elemwise import ScalarOp, UnaryOp
+from d2lmini.ndarray.registry import OPS, Op
 
 EPS = 1e-6
 RTOL, ATOL = 1e-5, 1e-6
@@ -30,12 +30,21 @@ CASES = [pytest.param(name, i, id=f'{name}-case{i + 1}')
          for name in DIFFERENTIABLE for i in range(len(OPS[name].cases))]
 # Elementwise ops have a diagonal Jacobian: cheap to check a second time.
 ELEMENTWISE = [n for n in DIFFERENTIABLE
-               if isinstance(OPS[n], (Unary, Scalar)) and OPS[n].cases]
+               if isinstance(OPS[n], (UnaryOp, ScalarOp)) and OPS[n].cases]
 
 
 def test_the_table_is_filled():
     for name in ['add', 'dot', 'sum', 'reshape', 'concat', 'pick', 'exp']:
         assert name in OPS, name
+
+
+def test_operator_classes_end_in_op():
+    # The class is named after the op and ends in Op (ConvolutionOp), so
+    # it never shares a name with the front end (nd.Convolution).
+    bad = sorted({c.__name__ for op in OPS.values() for c in type(op).__mro__
+                  if issubclass(c, Op) and c is not Op
+                  and not c.__name__.endswith('Op')})
+    assert not bad, bad
 
 
 def test_every_differentiable_op_has_a_case():

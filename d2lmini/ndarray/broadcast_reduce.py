@@ -8,8 +8,8 @@ import numpy as np
 
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, broadcast_shapes, norm_axis
-from .op_utils import _axis, _sum_to, _check_kwargs, _xp, into
-from ..base import error_types
+from .op_utils import _axis, _sum_to, _xp, into
+from ..base import _check_kwargs, error_types
 
 # The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
 __all__ = ['sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax',
@@ -18,7 +18,7 @@ __all__ = ['sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax',
 
 
 # === reductions =================================================================
-class Reduce(Op):
+class ReduceOp(Op):
     """A reduction over ``axis``.  Reducing *every* axis without ``keepdims``
     gives shape ``(1,)``, not ``()``: MXNet 1.x has no 0-d arrays, and code
     such as ``x.sum()[0]`` relies on that."""
@@ -61,7 +61,7 @@ def _reduce_cases():
 
 
 @register
-class Sum(Reduce):
+class SumOp(ReduceOp):
     name = 'sum'
     cases = _reduce_cases()
 
@@ -74,7 +74,7 @@ class Sum(Reduce):
 
 
 @register
-class Mean(Reduce):
+class MeanOp(ReduceOp):
     name = 'mean'
     cases = _reduce_cases()
 
@@ -89,7 +89,7 @@ class Mean(Reduce):
         return [(self._expand(g, x, axis, keepdims) / n).broadcast_to(x.shape)]
 
 
-class _MaxMin(Reduce):
+class _MaxMinOp(ReduceOp):
     cases = _reduce_cases()
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
@@ -102,7 +102,7 @@ class _MaxMin(Reduce):
 
 
 @register
-class Max(_MaxMin):
+class MaxOp(_MaxMinOp):
     name = 'max'
 
     def forward(self, a, axis=None, keepdims=False):
@@ -110,7 +110,7 @@ class Max(_MaxMin):
 
 
 @register
-class Min(_MaxMin):
+class MinOp(_MaxMinOp):
     name = 'min'
 
     def forward(self, a, axis=None, keepdims=False):
@@ -118,7 +118,7 @@ class Min(_MaxMin):
 
 
 @register
-class Prod(Reduce):
+class ProdOp(ReduceOp):
     name = 'prod'
     cases = tuple(Case(*c.shapes, low=0.5, high=1.5, **c.attrs) for c in _reduce_cases())
 
@@ -131,7 +131,7 @@ class Prod(Reduce):
 
 
 @register
-class NanSum(Reduce):
+class NanSumOp(ReduceOp):
     """``sum`` that treats NaN as 0 (its gradient there is 0)."""
     name = 'nansum'
     cases = _reduce_cases()
@@ -145,7 +145,7 @@ class NanSum(Reduce):
 
 
 @register
-class NanProd(Reduce):
+class NanProdOp(ReduceOp):
     """``prod`` that treats NaN as 1 (its gradient there is 0)."""
     name = 'nanprod'
     cases = tuple(Case(*c.shapes, low=0.5, high=1.5, **c.attrs) for c in _reduce_cases())
@@ -161,7 +161,7 @@ class NanProd(Reduce):
 
 
 @register
-class Norm(Reduce):
+class NormOp(ReduceOp):
     """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements
     by default)."""
     name = 'norm'
@@ -187,7 +187,7 @@ class Norm(Reduce):
         return [x * self._expand(g / out, x, axis, keepdims)]
 
 
-class _Arg(Reduce):
+class _ArgOp(ReduceOp):
     differentiable = False
 
     def infer(self, shapes, dtypes, axis=None, keepdims=False):
@@ -201,7 +201,7 @@ class _Arg(Reduce):
 
 
 @register
-class Argmax(_Arg):
+class ArgmaxOp(_ArgOp):
     name = 'argmax'
 
     def forward(self, a, axis=None, keepdims=False):
@@ -209,7 +209,7 @@ class Argmax(_Arg):
 
 
 @register
-class Argmin(_Arg):
+class ArgminOp(_ArgOp):
     name = 'argmin'
 
     def forward(self, a, axis=None, keepdims=False):
@@ -217,7 +217,7 @@ class Argmin(_Arg):
 
 
 @register
-class BroadcastTo(Op):
+class BroadcastToOp(Op):
     name = 'broadcast_to'
     cases = (Case((3, 1), shape=(2, 3, 4)),)
 
@@ -245,7 +245,7 @@ def _reduce_fn(name):
 
     def fn(data, axis=None, keepdims=False, exclude=False, out=None, name=None,
            **kwargs):
-        _check_kwargs(op.name, kwargs, ())
+        _check_kwargs(fn, kwargs)
         if exclude:
             ax = norm_axis(op.name, axis, data.ndim)
             axis = tuple(i for i in range(data.ndim) if i not in ax)
@@ -268,7 +268,7 @@ sum_axis, max_axis, min_axis = sum, max, min    # noqa: A001 - MXNet names
 def norm(data, ord=2, axis=None, keepdims=False, out=None, name=None, **kwargs):
     """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements
     by default; MXNet's ``out_dtype`` is not supported)."""
-    _check_kwargs('norm', kwargs, ())
+    _check_kwargs(norm, kwargs)
     res = invoke(OPS['norm'], (data,), {'axis': axis, 'keepdims': keepdims,
                                         'ord': ord})
     return res if out is None else into(out, res, 'norm')

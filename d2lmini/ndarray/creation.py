@@ -3,7 +3,8 @@
 :mod:`.ndarray`)."""
 import numpy as np
 
-from .ndarray import _check_kwargs, _ctx, _dtype, _from_host
+from ..base import _check_kwargs
+from .ndarray import _IGNORED, _ctx, _dtype, _from_host
 
 # The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
 __all__ = ['eye', 'linspace']
@@ -16,7 +17,7 @@ def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
     [[1. 0.]
      [0. 1.]]
     """
-    _check_kwargs('eye', kwargs)
+    _check_kwargs(eye, kwargs, _IGNORED)
     N, M, k = int(N), int(M) or int(N), int(k)
     if N < 0 or M < 0:
         raise ValueError(f'eye: N and M must be >= 0, got N={N}, M={M}')
@@ -28,7 +29,7 @@ def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
 def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None, **kwargs):
     """``num`` evenly spaced values from ``start`` to ``stop`` (included
     unless ``endpoint=False``); float32 unless ``dtype``."""
-    _check_kwargs('linspace', kwargs)
+    _check_kwargs(linspace, kwargs, _IGNORED)
     num = int(num)
     if num < 0:
         raise ValueError(f'linspace: num must be >= 0, got {num}')

@@ -1,8 +1,9 @@
 """Matrix products: ``dot`` and ``batch_dot`` (MXNet's ``src/operator/tensor/dot``)."""
 from .. import backend
+from ..base import _check_kwargs
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, result_dtype
-from .op_utils import _common_dtype, _check_kwargs, into
+from .op_utils import _common_dtype, into
 
 # The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
 __all__ = ['dot', 'batch_dot']
@@ -10,7 +11,7 @@ __all__ = ['dot', 'batch_dot']
 
 # === linear algebra ===========================================================================
 @register
-class Dot(Op):
+class DotOp(Op):
     """MXNet's ``dot``: contracts the last axis of ``a`` with the first of ``b``."""
     name = 'dot'
     cases = (Case((3, 4), (4, 5)), Case((4, 3), (4, 5), transpose_a=True),
@@ -54,7 +55,7 @@ class Dot(Op):
 
 
 @register
-class BatchDot(Op):
+class BatchDotOp(Op):
     name = 'batch_dot'
     cases = (Case((2, 3, 4), (2, 4, 5)), Case((2, 4, 3), (2, 5, 4), transpose_a=True,
                                                transpose_b=True))
@@ -94,7 +95,7 @@ class BatchDot(Op):
 # === functional front ends ==========================================================
 def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None, name=None, **kwargs):
     """Matrix product; N-D arrays contract ``lhs``'s last axis with ``rhs``'s first."""
-    _check_kwargs('dot', kwargs, ('forward_stype',))
+    _check_kwargs(dot, kwargs, ('forward_stype',))
     return into(out, invoke(OPS['dot'], (lhs, rhs), {'transpose_a': transpose_a,
                                                      'transpose_b': transpose_b}), 'dot')
 
@@ -102,7 +103,7 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None, name=None, **k
 def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None, name=None,
               **kwargs):
     """Batched matrix product of (B, n, k) and (B, k, m) arrays."""
-    _check_kwargs('batch_dot', kwargs, ('forward_stype',))
+    _check_kwargs(batch_dot, kwargs, ('forward_stype',))
     return into(out, invoke(OPS['batch_dot'], (lhs, rhs),
                             {'transpose_a': transpose_a, 'transpose_b': transpose_b}),
                 'batch_dot')

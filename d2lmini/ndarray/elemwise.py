@@ -14,8 +14,9 @@ import numpy as np
 
 from .ndarray import NDArray, invoke, _binary, zeros_like
 from .registry import OPS, Case, Op, register, broadcast_shapes, result_dtype
-from .op_utils import _sum_to, _check_kwargs, into
+from .op_utils import _sum_to, into
 from .. import backend
+from ..base import _check_kwargs
 from . import cpu_kernels
 from ..context import cpu
 
@@ -41,7 +42,7 @@ NOT_SYMBOLIC = ('reset_arrays',)
 
 
 # === elementwise unary ===========================================================
-class Unary(Op):
+class UnaryOp(Op):
     def infer(self, shapes, dtypes, **attrs):
         return shapes[0], dtypes[0]
 
@@ -73,9 +74,17 @@ def _keep_dtype(f):
 _HOST = np.ndarray
 
 
+def _class_name(name):
+    """The class name of the op registered as ``name``, by the rule every op
+    class follows (CamelCase, ending in ``Op``): ``'exp'`` -> ``ExpOp``,
+    ``'_plus_scalar'`` -> ``PlusScalarOp``, ``'ones_like_op'`` -> ``OnesLikeOp``."""
+    words = name.removesuffix('_op').split('_')
+    return ''.join(w[:1].upper() + w[1:] for w in words) + 'Op'
+
+
 def _unary(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
            float_out=False, *, doc):
-    cls = type(name, (Unary,), {
+    cls = type(_class_name(name), (UnaryOp,), {
         'name': name, '__doc__': doc,
         'forward': staticmethod(_keep_dtype(forward)),
         'backward': lambda self, g, inputs, out: [backward(g, inputs[0], out)],
@@ -236,7 +245,7 @@ for _name, _f, _doc in [
 
 
 @register
-class Identity(Unary):
+class IdentityOp(UnaryOp):
     """The identity (used by ``detach``): shares the buffer, no copy."""
     name = '_identity'
     cases = (Case((3, 2)),)
@@ -249,7 +258,7 @@ class Identity(Unary):
 
 
 @register
-class Copy(Unary):
+class CopyOp(UnaryOp):
     name = '_copy'
     cases = (Case((3, 2)),)
 
@@ -261,7 +270,7 @@ class Copy(Unary):
 
 
 @register
-class CopyTo(Unary):
+class CopyToOp(UnaryOp):
     """Gradient of a cross-device copy: copy the gradient back."""
     name = '_copyto'
     # invoke keeps one context, so this checks the rule; tests/test_autograd.py
@@ -279,7 +288,7 @@ class CopyTo(Unary):
 
 
 @register
-class Cast(Unary):
+class CastOp(UnaryOp):
     name = 'cast'
     cases = (Case((3, 2), dtype=np.dtype('float64')),)
 
@@ -294,7 +303,7 @@ class Cast(Unary):
 
 
 @register
-class Clip(Unary):
+class ClipOp(UnaryOp):
     name = 'clip'
     cases = (Case((4, 5), a_min=-0.5, a_max=0.5),)
 
@@ -308,7 +317,7 @@ class Clip(Unary):
 
 
 # === elementwise binary (broadcasting) ================================================
-class Binary(Op):
+class BinaryOp(Op):
     def infer(self, shapes, dtypes):
         a, b = shapes
         da, db = dtypes
@@ -336,7 +345,7 @@ def _binary_op(name, forward, backward, low=-1.0, high=1.0, differentiable=True,
             r = big(a, b) if a.size >= large else forward(a, b)
         dt = result_dtype(a.dtype, b.dtype)      # int32 / int32 stays int32
         return r if r.dtype == dt else r.astype(dt)
-    register(type(name, (Binary,), {
+    register(type(_class_name(name), (BinaryOp,), {
         'name': name, '__doc__': doc, 'forward': staticmethod(fwd), 'backward': bwd,
         'differentiable': differentiable,
         'cases': cases if differentiable else ()}))
@@ -378,7 +387,7 @@ for _name, _f, _sym in [('equal', np.equal, '=='), ('not_equal', np.not_equal, '
 
 
 # === array-with-scalar (the scalar is an attribute, so it never needs a gradient) ======
-class Scalar(Op):
+class ScalarOp(Op):
     def infer(self, shapes, dtypes, scalar):
         return shapes[0], dtypes[0]     # MXNet keeps the array's dtype
 
@@ -394,7 +403,7 @@ def _scalar_op(name, forward, backward, low=-1.0, high=1.0, scalar=0.7,
             r = big(a, scalar) if a.size >= large else forward(a, scalar)
         # NumPy may promote (int array / float scalar); MXNet keeps a's dtype.
         return r if r.dtype == a.dtype else r.astype(a.dtype)
-    register(type(name, (Scalar,), {
+    register(type(_class_name(name), (ScalarOp,), {
         'name': name, 'forward': staticmethod(fwd),
         'backward': lambda self, g, inputs, out, scalar:
             [backward(g, inputs[0], scalar, out)],
@@ -432,8 +441,7 @@ def _unary_fn(name):
 
     def fn(data, out=None, name=None, **kwargs):
         if kwargs:
-            raise TypeError(f"{op.name}() got unexpected keyword arguments "
-                            f"{sorted(kwargs)}")
+            _check_kwargs(fn, kwargs)
         res = invoke(op, (data,))
         return res if out is None else into(out, res, op.name)
     fn.__name__, fn.__doc__ = name, type(op).__doc__
@@ -466,7 +474,7 @@ def _binary_fn(opname, fname, same_shape=False):
     def fn(lhs, rhs, out=None, name=None, **ignored):
         if ignored:
             if not fname.startswith('broadcast_'):
-                _check_kwargs(fname, ignored, ())
+                _check_kwargs(fn, ignored)
             # MXNet's broadcast ops have no parameters and pass any keyword
             # by (its own test_loss gives broadcast_maximum an axis=).
             warnings.warn(f'{fname} ignores {sorted(ignored)}, as MXNet does',
@@ -542,7 +550,7 @@ Cast = cast
 
 def add_n(*args, out=None, name=None, **kwargs):
     """The sum of all ``args`` (MXNet's ``ElementWiseSum``)."""
-    _check_kwargs('add_n', kwargs, ('num_args',))
+    _check_kwargs(add_n, kwargs, ('num_args',))
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         args = tuple(args[0])
     res = args[0]

@@ -16,7 +16,7 @@ __all__ = ['take', 'pick', 'choose_element_0index', 'fill_element_0index',
 
 
 @register
-class GetItem(Op):
+class GetItemOp(Op):
     """``x[key]`` for basic and advanced indexing."""
     name = '_getitem'
     cases = (Case((4, 5), key=(slice(1, 3),)), Case((4, 5), key=(1,)),
@@ -37,7 +37,7 @@ class GetItem(Op):
 
 
 @register
-class SliceBackward(Op):
+class SliceBackwardOp(Op):
     """Scatter-add ``g`` into zeros of ``shape`` at ``key`` (gradient of indexing)."""
     name = '_slice_backward'
     cases = (Case((2, 5), shape=(4, 5), key=(slice(1, 3),)),
@@ -69,7 +69,7 @@ def _is_advanced(key):
 
 # === indexing with arrays ==================================================================
 @register
-class Take(Op):
+class TakeOp(Op):
     """``take(a, indices, axis)``: rows (or slices along ``axis``) of ``a``."""
     name = 'take'
     cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (5, 3)), [0, 3, 3, 1]], grad=[0]),)
@@ -93,7 +93,7 @@ class Take(Op):
 
 
 @register
-class TakeBackward(Op):
+class TakeBackwardOp(Op):
     name = '_take_backward'
     cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (4, 3)), [0, 3, 3, 1]], grad=[0],
                   shape=(5, 3)),)
@@ -117,7 +117,7 @@ class TakeBackward(Op):
 
 
 @register
-class Pick(Op):
+class PickOp(Op):
     """``pick(data, index, axis)``: one element per row, e.g. the true class's score."""
     name = 'pick'
     cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (4, 3)), [0, 2, 2, 1]], grad=[0]),
@@ -163,7 +163,7 @@ class Pick(Op):
 
 
 @register
-class OneHot(Op):
+class OneHotOp(Op):
     name = 'one_hot'
     differentiable = False
 
@@ -180,7 +180,7 @@ class OneHot(Op):
 
 
 @register
-class Where(Op):
+class WhereOp(Op):
     name = 'where'
     cases = (Case(inputs=[lambda r: (r.uniform(size=(3, 4)) > 0.5).astype(float),
                           lambda r: r.uniform(-1, 1, (3, 4)),

@@ -8,9 +8,10 @@ import builtins
 import numpy as np
 
 from .. import backend
+from ..base import _check_kwargs
 from .ndarray import invoke
 from .registry import OPS, Case, Op, register, norm_axis
-from .op_utils import _axis, _common_dtype, _check_kwargs, _xp, into
+from .op_utils import _axis, _common_dtype, _xp, into
 
 # The front ends this family gives nd (and mx.sym, less NOT_SYMBOLIC)
 __all__ = ['Flatten', 'Concat', 'reshape', 'reshape_like', 'transpose', 'moveaxis',
@@ -78,7 +79,7 @@ def infer_reshape(shape, target, reverse=False):
 
 
 @register
-class Reshape(Op):
+class ReshapeOp(Op):
     name = 'reshape'
     cases = (Case((3, 4), shape=(2, -1)), Case((2, 3, 4), shape=(0, -1)))
 
@@ -97,7 +98,7 @@ class Reshape(Op):
 
 
 @register
-class Flatten(Op):
+class FlattenOp(Op):
     """Collapse all axes but the first: (N, a, b, ...) -> (N, a*b*...)."""
     name = 'flatten'
     cases = (Case((2, 3, 4)),)
@@ -114,7 +115,7 @@ class Flatten(Op):
 
 
 @register
-class Transpose(Op):
+class TransposeOp(Op):
     name = 'transpose'
     cases = (Case((2, 3)), Case((2, 3, 4), axes=(1, 2, 0)))
 
@@ -136,7 +137,7 @@ class Transpose(Op):
 
 
 @register
-class SwapAxes(Op):
+class SwapAxesOp(Op):
     name = 'swapaxes'
     cases = (Case((2, 3, 4), dim1=0, dim2=2),)
 
@@ -154,7 +155,7 @@ class SwapAxes(Op):
 
 
 @register
-class ExpandDims(Op):
+class ExpandDimsOp(Op):
     name = 'expand_dims'
     cases = (Case((2, 3), axis=1),)
 
@@ -175,7 +176,7 @@ class ExpandDims(Op):
 
 
 @register
-class Squeeze(Op):
+class SqueezeOp(Op):
     name = 'squeeze'
     cases = (Case((2, 1, 3)), Case((2, 1, 1), axis=1))
 
@@ -196,7 +197,7 @@ class Squeeze(Op):
 
 
 @register
-class Tile(Op):
+class TileOp(Op):
     name = 'tile'
     cases = (Case((2, 3), reps=(2, 1)), Case((3,), reps=(2, 2)))
 
@@ -225,7 +226,7 @@ class Tile(Op):
 
 
 @register
-class Repeat(Op):
+class RepeatOp(Op):
     name = 'repeat'
     cases = (Case((2, 3), repeats=2, axis=1), Case((2, 3), repeats=3))
 
@@ -250,7 +251,7 @@ class Repeat(Op):
 
 
 @register
-class Flip(Op):
+class FlipOp(Op):
     name = 'flip'
     cases = (Case((3, 4), axis=1),)
 
@@ -267,7 +268,7 @@ class Flip(Op):
 
 
 @register
-class Concat(Op):
+class ConcatOp(Op):
     name = 'concat'
     cases = (Case((2, 3), (2, 4), dim=1), Case((2, 3), (1, 3), (3, 3), dim=0))
 
@@ -301,7 +302,7 @@ class Concat(Op):
 
 
 @register
-class Stack(Op):
+class StackOp(Op):
     name = 'stack'
     cases = (Case((2, 3), (2, 3), axis=1),)
 
@@ -324,7 +325,7 @@ class Stack(Op):
 
 
 @register
-class Split(Op):
+class SplitOp(Op):
     name = 'split'
     nout = None            # always a list of outputs (even for num_outputs=1)
     cases = (Case((4, 6), num_outputs=2, axis=1), Case((4, 3), num_outputs=4, axis=0,
@@ -359,7 +360,7 @@ class Split(Op):
 
 
 @register
-class SliceAxis(Op):
+class SliceAxisOp(Op):
     name = 'slice_axis'
     cases = (Case((4, 5), axis=1, begin=1, end=4),)
 
@@ -389,7 +390,7 @@ def _axis_key(ndim, axis, begin, end):
 
 
 @register
-class Slice(Op):
+class SliceOp(Op):
     """MXNet's ``slice``: ``data[begin[0]:end[0]:step[0], ...]`` as a new array
     (a copy, unlike ``x[a:b]``, which is a view).  Axes past ``len(begin)``
     are kept whole; ``None`` in begin/end/step means the default."""
@@ -565,7 +566,7 @@ def _arrays(name, data):
 
 def concat(*data, dim=1, out=None, name=None, **kwargs):
     """Join arrays along ``dim`` (MXNet's default ``dim=1``)."""
-    _check_kwargs('concat', kwargs, ('num_args',))
+    _check_kwargs(concat, kwargs, ('num_args',))
     return into(out, invoke(OPS['concat'], _arrays('concat', data), {'dim': dim}),
                 'concat')
 
@@ -587,7 +588,7 @@ def stack(*data, axis=0, out=None, name=None, **kwargs):
     >>> nd.stack(nd.zeros((2, 3)), nd.ones((2, 3)), axis=1).shape
     (2, 2, 3)
     """
-    _check_kwargs('stack', kwargs, ('num_args',))
+    _check_kwargs(stack, kwargs, ('num_args',))
     return into(out, invoke(OPS['stack'], _arrays('stack', data), {'axis': axis}),
                 'stack')
 
@@ -620,7 +621,7 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, name=None):
 
 
 @register
-class ShapeArray(Op):
+class ShapeArrayOp(Op):
     name = 'shape_array'
     differentiable = False
 
@@ -632,7 +633,7 @@ class ShapeArray(Op):
 
 
 @register
-class SizeArray(Op):
+class SizeArrayOp(Op):
     name = 'size_array'
     differentiable = False
 

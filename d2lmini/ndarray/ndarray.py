@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import autograd as _ag
 from .. import backend, engine
-from ..base import as_mxnet_error
+from ..base import _check_kwargs, as_mxnet_error
 from ..context import Context, current_context
 from .registry import OPS, broadcast_shapes
 from . import layout
@@ -946,12 +946,9 @@ def _fill_from_host(out, host, ctx, dtype):
         _run('array', lambda: backend.asarray_on(host, ctx, dtype), (), [out], ctx)
 
 
-def _check_kwargs(fn, kwargs, allowed=('stype', 'name')):
-    """Reject misspelled keywords (``size=`` for ``shape=``) instead of ignoring them."""
-    bad = sorted(k for k in kwargs
-                 if k not in allowed and not (k == 'out' and kwargs[k] is None))
-    if bad:
-        raise TypeError(f'{fn}() got unexpected keyword argument(s) {bad}')
+# MXNet keywords the creation (and sampling) functions accept and ignore;
+# any other keyword is refused (``size=`` for ``shape=``), see _check_kwargs.
+_IGNORED = ('stype', 'name')
 
 
 def empty(shape, ctx=None, dtype=None, **kwargs):
@@ -962,7 +959,7 @@ def empty(shape, ctx=None, dtype=None, **kwargs):
     >>> nd.empty((2, 3)).shape
     (2, 3)
     """
-    _check_kwargs('empty', kwargs)
+    _check_kwargs(empty, kwargs, _IGNORED)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
     return _from_host(lambda xp: xp.empty(shape, dtype), shape, dtype, ctx, 'empty')
 
@@ -989,7 +986,7 @@ def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
      [0. 0. 0.]]
     <NDArray 2x3 @cpu(0)>
     """
-    _check_kwargs('zeros', kwargs)
+    _check_kwargs(zeros, kwargs, _IGNORED)
     if out is not None:
         return _fill_out('zeros', out, _shape(shape), 0)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
@@ -1004,7 +1001,7 @@ def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
     [1 1 1]
     <NDArray 3 @cpu(0)>
     """
-    _check_kwargs('ones', kwargs)
+    _check_kwargs(ones, kwargs, _IGNORED)
     if out is not None:
         return _fill_out('ones', out, _shape(shape), 1)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
@@ -1021,7 +1018,7 @@ def full(shape, val, ctx=None, dtype=None, out=None, **kwargs):
      [7. 7.]]
     <NDArray 2x2 @cpu(0)>
     """
-    _check_kwargs('full', kwargs)
+    _check_kwargs(full, kwargs, _IGNORED)
     if out is not None:
         return _fill_out('full', out, _shape(shape), val)
     shape, ctx, dtype = _shape(shape), _ctx(ctx), _dtype(dtype)
@@ -1030,7 +1027,7 @@ def full(shape, val, ctx=None, dtype=None, out=None, **kwargs):
 
 def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None, **kwargs):
     """Evenly spaced values in ``[start, stop)`` (MXNet: float32 by default)."""
-    _check_kwargs('arange', kwargs, ('stype', 'name', 'infer_range'))
+    _check_kwargs(arange, kwargs, _IGNORED + ('infer_range',))
     if stop is None:
         start, stop = 0, start
     if step == 0:
@@ -1053,27 +1050,27 @@ def zeros_like(data, **kw):
     [[0 0]]
     <NDArray 1x2 @cpu(0)>
     """
-    _check_kwargs('zeros_like', kw)
+    _check_kwargs(zeros_like, kw, _IGNORED)
     return zeros(data.shape, data.context, data._dtype)
 
 
 def ones_like(data, **kw):
     """Ones of ``data``'s shape, dtype and context (as :func:`zeros_like`)."""
-    _check_kwargs('ones_like', kw)
+    _check_kwargs(ones_like, kw, _IGNORED)
     return ones(data.shape, data.context, data._dtype)
 
 
 def full_like(data, fill_value, **kw):
     """``fill_value`` in ``data``'s shape, dtype and context (as
     :func:`zeros_like`)."""
-    _check_kwargs('full_like', kw)
+    _check_kwargs(full_like, kw, _IGNORED)
     return full(data.shape, fill_value, data.context, data._dtype)
 
 
 def empty_like(data, **kw):
     """An uninitialized array of ``data``'s shape, dtype and context (see
     :func:`empty`)."""
-    _check_kwargs('empty_like', kw)
+    _check_kwargs(empty_like, kw, _IGNORED)
     return empty(data.shape, data.context, data._dtype)
 
 

@@ -1,6 +1,7 @@
 """Helpers shared by the operator families (elemwise, broadcast_reduce, matrix,
 indexing, dot, ordering): axis checks, summing a broadcast gradient back
-down, dtype promotion, keyword checks, and ``out=``.
+down, dtype promotion, and ``out=``.  (Their keyword check is
+:func:`d2lmini.base._check_kwargs`, which every front end shares.)
 """
 import numpy as np
 
@@ -14,6 +15,8 @@ _REC = _ag._STATE          # [recording, training]
 
 
 def _xp(a):
+    """The array module of backend array ``a``: NumPy, or CuPy on a GPU (the
+    one helper for this, used by the nn families and the symbol executor too)."""
     return np if isinstance(a, np.ndarray) else backend.xp_of(a)
 
 
@@ -45,13 +48,6 @@ def _common_dtype(dtypes):
         if e != d:
             d = result_dtype(d, e)
     return d
-
-
-def _check_kwargs(name, kwargs, allowed):
-    bad = set(kwargs) - set(allowed)
-    if bad:
-        raise TypeError(f"{name}() got unexpected keyword argument(s) {sorted(bad)}; "
-                        f"allowed: {sorted(allowed)}")
 
 
 # === out=: one mechanism for every operator function ===============================

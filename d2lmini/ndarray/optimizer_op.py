@@ -159,7 +159,7 @@ def _nag_mom(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient, dtype=Non
 
 
 @register
-class SGDUpdate(_FusedOp):
+class SGDUpdateOp(_FusedOp):
     """``w = (1 - lr*wd) * w - lr * clip(rescale_grad * g)``."""
     name = 'sgd_update'
 
@@ -171,7 +171,7 @@ class SGDUpdate(_FusedOp):
 
 
 @register
-class SGDMomUpdate(_FusedOp):
+class SGDMomUpdateOp(_FusedOp):
     """``mom = momentum*mom - lr*wd*w - lr*clip(rescale_grad*g); w += mom``."""
     name = 'sgd_mom_update'
     mutate = (2,)
@@ -184,7 +184,7 @@ class SGDMomUpdate(_FusedOp):
 
 
 @register
-class MPSGDUpdate(_FusedOp):
+class MPSGDUpdateOp(_FusedOp):
     """``sgd_update`` on the float32 master copy ``weight32``; ``w`` = its rounding."""
     name = 'mp_sgd_update'
     mutate = (2,)
@@ -199,7 +199,7 @@ class MPSGDUpdate(_FusedOp):
 
 
 @register
-class MPSGDMomUpdate(_FusedOp):
+class MPSGDMomUpdateOp(_FusedOp):
     """``sgd_mom_update`` in float32 on ``mom`` and ``weight32``."""
     name = 'mp_sgd_mom_update'
     mutate = (2, 3)
@@ -215,7 +215,7 @@ class MPSGDMomUpdate(_FusedOp):
 
 
 @register
-class NAGMomUpdate(_FusedOp):
+class NAGMomUpdateOp(_FusedOp):
     """Nesterov momentum, MXNet's form::
 
         mom = momentum * mom
@@ -237,7 +237,7 @@ class NAGMomUpdate(_FusedOp):
 
 
 @register
-class MPNAGMomUpdate(_FusedOp):
+class MPNAGMomUpdateOp(_FusedOp):
     """``nag_mom_update`` in float32 on ``mom`` and ``weight32``."""
     name = 'mp_nag_mom_update'
     mutate = (2, 3)
@@ -253,7 +253,7 @@ class MPNAGMomUpdate(_FusedOp):
 
 
 @register
-class SignSGDUpdate(_FusedOp):
+class SignSGDUpdateOp(_FusedOp):
     """``w = (1 - lr*wd) * w - lr * sign(g)`` (rescaling and clipping keep the sign)."""
     name = 'signsgd_update'
 
@@ -267,7 +267,7 @@ class SignSGDUpdate(_FusedOp):
 
 
 @register
-class SignumUpdate(_FusedOp):
+class SignumUpdateOp(_FusedOp):
     """``mom = momentum*mom - (1-momentum)*(wd*w + clip(rescale_grad*g))``;
     ``w = (1 - lr*wd_lh) * w + lr * sign(mom)``."""
     name = 'signum_update'
@@ -291,7 +291,7 @@ class SignumUpdate(_FusedOp):
 
 # === adaptive ================================================================
 @register
-class AdamUpdate(_FusedOp):
+class AdamUpdateOp(_FusedOp):
     """``g = clip(rescale_grad*grad + wd*w)``; moments; ``w -= lr*m/(sqrt(v)+eps)``.
 
     ``lr`` already carries the bias correction ``sqrt(1-beta2^t)/(1-beta1^t)``
@@ -325,7 +325,7 @@ def _clip_weights(xp, w, clip_weights):
 
 
 @register
-class RMSPropUpdate(_FusedOp):
+class RMSPropUpdateOp(_FusedOp):
     """Tieleman & Hinton: ``n = (1-g1)*g^2 + g1*n; w -= lr * g / sqrt(n + eps)``,
     ``g = clip(rescale_grad*grad + wd*w)``; then ``clip_weights`` if >= 0."""
     name = 'rmsprop_update'
@@ -348,7 +348,7 @@ class RMSPropUpdate(_FusedOp):
 
 
 @register
-class RMSPropAlexUpdate(_FusedOp):
+class RMSPropAlexUpdateOp(_FusedOp):
     """Graves' centered RMSProp::
 
         n = (1-g1)*g^2 + g1*n;  gm = (1-g1)*g + g1*gm
@@ -380,7 +380,7 @@ class RMSPropAlexUpdate(_FusedOp):
 
 
 @register
-class FTMLUpdate(_FusedOp):
+class FTMLUpdateOp(_FusedOp):
     """Follow the Moving Leader (Zheng & Kwok), MXNet's form, step ``t``::
 
         g = clip(rescale_grad*grad + wd*w, clip_grad)
@@ -411,7 +411,7 @@ class FTMLUpdate(_FusedOp):
 
 
 @register
-class FtrlUpdate(_FusedOp):
+class FtrlUpdateOp(_FusedOp):
     """FTRL-Proximal (McMahan et al.), MXNet's form::
 
         g = clip(rescale_grad*grad)
@@ -483,7 +483,7 @@ def _trust_lr(lr, r1, r2, lower_bound, upper_bound, dtype):
 
 
 @register
-class LambUpdatePhase1(_FusedOp):
+class LambUpdatePhase1Op(_FusedOp):
     """LAMB, phase 1: moments, and the step direction ``g`` (returned)::
 
         m = beta1*m + (1-beta1)*clip(rescale_grad*grad);  v likewise with g^2
@@ -502,7 +502,7 @@ class LambUpdatePhase1(_FusedOp):
 
 
 @register
-class MPLambUpdatePhase1(_FusedOp):
+class MPLambUpdatePhase1Op(_FusedOp):
     """``lamb_update_phase1`` in float32, weight decay on ``weight32``."""
     name = 'mp_lamb_update_phase1'
     mutate = (2, 3)
@@ -532,7 +532,7 @@ class _R12:
 
 
 @register
-class LambUpdatePhase2(_R12, _FusedOp):
+class LambUpdatePhase2Op(_R12, _FusedOp):
     """LAMB, phase 2: ``w -= lr * r1/r2 * g`` (``r1`` clipped to the bounds;
     ratio 1 when either norm is 0)."""
     name = 'lamb_update_phase2'
@@ -545,7 +545,7 @@ class LambUpdatePhase2(_R12, _FusedOp):
 
 
 @register
-class MPLambUpdatePhase2(_R12, _FusedOp):
+class MPLambUpdatePhase2Op(_R12, _FusedOp):
     """``lamb_update_phase2`` on the master copy ``weight32``, then rounded to ``w``.
 
     MXNet 1.9.1's kernel writes ``weight32 - lr*ratio*g`` to the weight but

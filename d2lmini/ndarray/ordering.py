@@ -16,7 +16,7 @@ __all__ = ['topk', 'sort', 'argsort']
 
 
 @register
-class TopkIndices(Op):
+class TopkIndicesOp(Op):
     """Indices of the ``k`` smallest (``is_ascend``) or largest along ``axis``."""
     name = '_topk_indices'
     differentiable = False
@@ -59,7 +59,7 @@ def _check_gather(name, shapes, axis):
 
 
 @register
-class GatherAxis(Op):
+class GatherAxisOp(Op):
     """``out[..., j, ...] = a[..., idx[..., j, ...], ...]`` along ``axis``
     (NumPy's ``take_along_axis``)."""
     name = '_gather_axis'
@@ -80,7 +80,7 @@ class GatherAxis(Op):
 
 
 @register
-class GatherAxisBackward(Op):
+class GatherAxisBackwardOp(Op):
     """Scatter-add ``g`` into zeros of ``shape`` at ``idx`` along ``axis``."""
     name = '_gather_axis_backward'
     cases = (Case(inputs=[lambda r: r.uniform(-1, 1, (3, 2)),

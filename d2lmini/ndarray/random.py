@@ -13,7 +13,8 @@ Parameters may be numbers (``shape`` samples) or NDArrays of one shape
 import numpy as np
 
 from .. import backend
-from .ndarray import (NDArray, _check_kwargs, _ctx, _dtype, _from_host, _make, _run,
+from ..base import _check_kwargs
+from .ndarray import (NDArray, _IGNORED, _ctx, _dtype, _from_host, _make, _run,
                       _shape, invoke)
 from .registry import OPS, Op, register
 
@@ -102,7 +103,7 @@ def _check(dist, what, value, ok, need):
 
 
 @register
-class SampleArray(Op):
+class SampleArrayOp(Op):
     """Samples with NDArray-valued parameters: ``shape`` draws for each element
     of the parameters (all of one shape), so the output is ``p.shape + shape``."""
     name = '_sample_array'
@@ -120,9 +121,11 @@ class SampleArray(Op):
         return draw(gen, *params, size=size).astype(dtype, copy=False)
 
 
-def _sample(dist, draw, params, shape, dtype, ctx, out, kw):
-    """Draw ``draw(gen, *params, size=...)`` with number or NDArray params."""
-    _check_kwargs(dist, kw)
+def _sample(front, draw, params, shape, dtype, ctx, out, kw):
+    """Draw ``draw(gen, *params, size=...)`` with number or NDArray params,
+    for the front end ``front`` (``normal``...) whose ``**kw`` caught ``kw``."""
+    _check_kwargs(front, kw, _IGNORED)
+    dist = front.__name__
     arrays = [isinstance(p, NDArray) for p in params]
     if not any(arrays):
         return _sample_scalar(lambda g, s: draw(g, *params, size=s), shape, ctx,
@@ -209,12 +212,12 @@ def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kw):
     >>> nd.random.uniform(-1, 1, shape=(2,))     # doctest: +SKIP
     [0.0976 0.4304]
     """
-    return _sample('uniform', _uniform, (low, high), shape, dtype, ctx, out, kw)
+    return _sample(uniform, _uniform, (low, high), shape, dtype, ctx, out, kw)
 
 
 def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kw):
     """Samples from N(loc, scale^2)."""
-    return _sample('normal', _normal, (loc, scale), shape, dtype, ctx, out, kw)
+    return _sample(normal, _normal, (loc, scale), shape, dtype, ctx, out, kw)
 
 
 def randn(*shape, loc=0, scale=1, dtype=None, ctx=None, **kw):
@@ -224,34 +227,34 @@ def randn(*shape, loc=0, scale=1, dtype=None, ctx=None, **kw):
 
 def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None, **kw):
     """Samples from Poisson(lam) (as float32 unless ``dtype``)."""
-    return _sample('poisson', _poisson, (lam,), shape, dtype, ctx, out, kw)
+    return _sample(poisson, _poisson, (lam,), shape, dtype, ctx, out, kw)
 
 
 def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None, **kw):
     """Samples from the exponential distribution of mean ``scale`` (rate 1/scale)."""
-    return _sample('exponential', _exponential, (scale,), shape, dtype, ctx, out, kw)
+    return _sample(exponential, _exponential, (scale,), shape, dtype, ctx, out, kw)
 
 
 def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None, **kw):
     """Samples from Gamma(shape ``alpha``, scale ``beta``)."""
-    return _sample('gamma', _gamma, (alpha, beta), shape, dtype, ctx, out, kw)
+    return _sample(gamma, _gamma, (alpha, beta), shape, dtype, ctx, out, kw)
 
 
 def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kw):
     """Failures before the ``k``-th success, success probability ``p``."""
-    return _sample('negative_binomial', _negative_binomial, (k, p), shape, dtype, ctx,
+    return _sample(negative_binomial, _negative_binomial, (k, p), shape, dtype, ctx,
                    out, kw)
 
 
 def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=None,
                                   out=None, **kw):
     """Negative binomial of mean ``mu`` and dispersion ``alpha``."""
-    return _sample('generalized_negative_binomial', _generalized_negative_binomial,
+    return _sample(generalized_negative_binomial, _generalized_negative_binomial,
                    (mu, alpha), shape, dtype, ctx, out, kw)
 
 
 @register
-class Multinomial(Op):
+class MultinomialOp(Op):
     """Indices drawn from the distributions along the last axis of ``p``."""
     name = '_sample_multinomial'
     differentiable = False
@@ -275,7 +278,7 @@ def multinomial(data, shape=None, get_prob=False, out=None, dtype='int32', **kw)
     ``shape`` draws from each (one when ``shape`` is None).  With
     ``get_prob``, also the log-probabilities of the draws (differentiable in
     ``data``, for REINFORCE-style estimators)."""
-    _check_kwargs('multinomial', kw)
+    _check_kwargs(multinomial, kw, _IGNORED)
     shape = () if shape is None else _shape(shape)
     res = invoke(OPS['_sample_multinomial'], (data,),
                  {'gen': generator(data.context), 'shape': shape,
@@ -293,7 +296,7 @@ def multinomial(data, shape=None, get_prob=False, out=None, dtype='int32', **kw)
 
 def randint(low, high, shape=None, dtype='int32', ctx=None, out=None, **kw):
     """Integers in [low, high)."""
-    _check_kwargs('randint', kw)
+    _check_kwargs(randint, kw, _IGNORED)
     if low >= high:
         raise ValueError(f'randint: need low < high, got low={low}, high={high}')
     return _sample_scalar(lambda g, s: g.integers(low, high, s), shape, ctx, dtype,
@@ -302,7 +305,7 @@ def randint(low, high, shape=None, dtype='int32', ctx=None, out=None, **kw):
 
 def shuffle(data, **kw):
     """A copy of ``data`` with its first axis shuffled."""
-    _check_kwargs('shuffle', kw)
+    _check_kwargs(shuffle, kw, _IGNORED)
     gen = generator(data.context)
     n = data.shape[0]
 

@@ -40,7 +40,12 @@ class Case:
 
 
 class Op:
-    """Base class: subclasses define ``forward``, ``backward`` and ``infer``."""
+    """Base class: subclasses define ``forward``, ``backward`` and ``infer``.
+
+    A subclass is named after its operator and ends in ``Op``
+    (``ConvolutionOp``), never sharing a name with the front end
+    (``nd.Convolution``) that calls it through the table.
+    """
     name = None
     nout = 1
     differentiable = True

@@ -33,7 +33,7 @@ def _clip_none(c):
 
 # === private kernels =========================================================
 @register_op
-class AdaGradUpdate(_FusedOp):
+class AdaGradUpdateOp(_FusedOp):
     """``h += g^2; w -= lr * (g / sqrt(h + eps) + wd * w)``, ``g = clip(r*grad)``."""
     name = 'adagrad_update'
     mutate = (2,)
@@ -55,7 +55,7 @@ class AdaGradUpdate(_FusedOp):
 
 
 @register_op
-class AdaDeltaUpdate(_FusedOp):
+class AdaDeltaUpdateOp(_FusedOp):
     """Zeiler's AdaDelta (no learning rate), MXNet's rule::
 
         acc_g = rho*acc_g + (1-rho)*g^2
@@ -84,7 +84,7 @@ class AdaDeltaUpdate(_FusedOp):
 
 
 @register_op
-class AdamaxUpdate(_FusedOp):
+class AdamaxUpdateOp(_FusedOp):
     """``m = b1*m + (1-b1)*g; u = max(b2*u, |g|); w -= lr * m / u``
     (``lr`` carries ``1/(1-b1^t)``)."""
     name = '_adamax_update'
@@ -104,7 +104,7 @@ class AdamaxUpdate(_FusedOp):
 
 
 @register_op
-class NadamUpdate(_FusedOp):
+class NadamUpdateOp(_FusedOp):
     """Nadam (Dozat), MXNet's form; the momentum schedule comes in as scalars::
 
         m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2
@@ -133,7 +133,7 @@ class NadamUpdate(_FusedOp):
 
 
 @register_op
-class LambUpdate(_FusedOp):
+class LambUpdateOp(_FusedOp):
     """Both LAMB phases in one kernel: ``lamb_update_phase1``, the norms
     ``r1 = ||w||``, ``r2 = ||g||``, then ``lamb_update_phase2``."""
     name = '_lamb_update'

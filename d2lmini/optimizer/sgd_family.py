@@ -113,7 +113,7 @@ class Signum(Optimizer):
 
 
 @register_op
-class _SGLDUpdate(_FusedOp):
+class _SGLDUpdateOp(_FusedOp):
     """``w += -lr/2 * (clip(rescale_grad*g) + wd*w) + noise``, noise ~ N(0, lr)."""
     name = '_sgld_update'
 

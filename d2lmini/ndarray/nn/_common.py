@@ -1,8 +1,7 @@
-"""Helpers shared by the neural-network operator families: argument checks,
-scratch buffers, and the geometry of sliding windows (convolution, pooling)."""
-import difflib
-import functools
-import inspect
+"""Helpers shared by the neural-network operator families: dtype checks,
+scratch buffers, and the geometry of sliding windows (convolution, pooling).
+(The keyword check, :func:`d2lmini.base._check_kwargs`, and ``_xp``, in
+:mod:`d2lmini.ndarray.op_utils`, are shared with every other operator.)"""
 import math
 import threading
 
@@ -11,34 +10,11 @@ import numpy as np
 from ... import backend
 
 
-def _xp(a):
-    return np if isinstance(a, np.ndarray) else backend.xp_of(a)
-
-
 def _needs_grad(a):
     # Only arrays on the tape (variables, or results of recorded ops) get a
     # gradient; skipping the others saves e.g. the data gradient of the first
     # layer, as MXNet does for inputs with grad_req='null'.
     return a._node is not None
-
-
-@functools.lru_cache(maxsize=None)
-def _keywords(fn):
-    return tuple(p for p in inspect.signature(fn).parameters if p != 'kwargs')
-
-
-def _check_kwargs(fn, kwargs, ignored=()):
-    """Unknown keywords fail loudly, with a guess at the intended one.
-
-    ``ignored`` are MXNet keywords accepted and ignored (cuDNN tuning...).
-    """
-    for k in kwargs:
-        if k not in ignored:
-            known = _keywords(fn)
-            near = difflib.get_close_matches(k, known, n=1)
-            hint = f" (did you mean '{near[0]}'?)" if near else ''
-            raise TypeError(f"{fn.__name__}() got an unexpected keyword argument "
-                            f"'{k}'{hint}; its keywords are {', '.join(known)}")
 
 
 def _float_dtype(name, dtypes):

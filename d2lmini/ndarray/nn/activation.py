@@ -4,11 +4,13 @@ import math
 import numpy as np
 
 from ... import backend
+from ...base import _check_kwargs
 from .. import cpu_kernels
 from ..ndarray import invoke
 from ..elemwise import _sigmoid, _softrelu
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _needs_grad, _result, _xp
+from ._common import _float_dtype, _needs_grad, _result
 
 __all__ = ['Activation', 'LeakyReLU']
 
@@ -75,7 +77,7 @@ _FROM_OUTPUT = {
 }
 
 
-class _FromOutputBackward(Op):
+class _FromOutputBackwardOp(Op):
     """``g * f'(x)`` computed from the activation's output ``y``, as one
     threaded in-cache pass (``cpu_kernels``) instead of three NDArray ops
     and two temporaries.  Same arithmetic in the same order as the
@@ -97,7 +99,7 @@ class _FromOutputBackward(Op):
 
 
 @register
-class ReluBackward(_FromOutputBackward):
+class ReluBackwardOp(_FromOutputBackwardOp):
     """``g * relu_grad(y)`` from relu's output ``y``: MXNet's rule, 1 where
     ``y > 0``, 0 where ``y == 0`` and NaN where ``y`` is NaN, so a NaN input
     never gets a silent zero gradient.  ``nd.relu``, ``Activation('relu')``
@@ -130,7 +132,7 @@ class ReluBackward(_FromOutputBackward):
 
 
 @register
-class SigmoidBackward(_FromOutputBackward):
+class SigmoidBackwardOp(_FromOutputBackwardOp):
     """``g * y * (1 - y)``, sigmoid's gradient from its output ``y``."""
     name = '_sigmoid_backward'
     kernel = staticmethod(cpu_kernels.sigmoid_backward)
@@ -144,7 +146,7 @@ class SigmoidBackward(_FromOutputBackward):
 
 
 @register
-class TanhBackward(_FromOutputBackward):
+class TanhBackwardOp(_FromOutputBackwardOp):
     """``g * (1 - y * y)``, tanh's gradient from its output ``y``."""
     name = '_tanh_backward'
     kernel = staticmethod(cpu_kernels.tanh_backward)
@@ -158,7 +160,7 @@ class TanhBackward(_FromOutputBackward):
 
 
 @register
-class Activation(Op):
+class ActivationOp(Op):
     """Elementwise ``relu``, ``sigmoid``, ``tanh``, ``softrelu`` or ``softsign``."""
     name = 'Activation'
     cases = (Case(inputs=[_away_from_zero((3, 4))], act_type='relu'),
@@ -198,7 +200,7 @@ def _erf(a):
 
 
 @register
-class GeluGrad(Op):
+class GeluGradOp(Op):
     """``d gelu(x) / dx = Phi(x) + x * phi(x)``: the factor GELU's backward
     multiplies the head gradient by (MXNet's ``gelu_grad``)."""
     name = '_gelu_grad'
@@ -219,7 +221,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 @register
-class LeakyReLU(Op):
+class LeakyReLUOp(Op):
     """MXNet's LeakyReLU family: ``leaky``, ``elu``, ``selu``, ``gelu``, ``prelu``.
 
     ``leaky``: ``x if x > 0 else slope * x``; ``elu``: ``slope * (exp(x) - 1)``

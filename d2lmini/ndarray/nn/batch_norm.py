@@ -1,8 +1,10 @@
 """``BatchNorm`` with MXNet 1.x semantics (aux states updated in place)."""
 from ... import autograd as _ag
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _needs_grad, _result, _xp
+from ._common import _float_dtype, _needs_grad, _result
 
 __all__ = ['BatchNorm']
 
@@ -14,7 +16,7 @@ def _bn_axes(ndim, axis):
 
 
 @register
-class BatchNorm(Op):
+class BatchNormOp(Op):
     """Batch normalization over ``axis`` (the channels; MXNet default 1).
 
     Outputs ``(out, mean, var)`` like MXNet's op (the front end returns

@@ -42,12 +42,13 @@ import functools
 
 import numpy as np
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
 from ..layout import chwn as _chwn, copyto as _copyto, transpose_into as _transpose_into
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import (_Geom, _as_strided, _channels_first, _channels_last, _check_kwargs,
-                      _float_dtype, _lift, _matmul, _needs_grad, _result, _spatial,
-                      _tap, _tuple, _ws, _xp)
+from ._common import (_Geom, _as_strided, _channels_first, _channels_last, _float_dtype,
+                      _lift, _matmul, _needs_grad, _result, _spatial, _tap, _tuple, _ws)
 from .activation import _FROM_OUTPUT, activate_
 from .pad import pad as _pad
 
@@ -350,7 +351,7 @@ def _check_out_grad(name, dy, g, f):
 
 
 @register
-class Convolution(Op):
+class ConvolutionOp(Op):
     """2-D convolution (cross-correlation, as in every DL framework), NCHW.
 
     ``data (N, C, H, W)``, ``weight (num_filter, C/num_group, KH, KW)``,
@@ -403,7 +404,7 @@ class Convolution(Op):
 
 
 @register
-class ConvDataGrad(Op):
+class ConvDataGradOp(Op):
     """``dx`` of a convolution from ``dy`` and ``weight``: GEMM, then col2im.
 
     (A "transposed convolution".)  Linear in both inputs, so its own gradient
@@ -442,7 +443,7 @@ class ConvDataGrad(Op):
 
 
 @register
-class ConvWeightGrad(Op):
+class ConvWeightGradOp(Op):
     """``dW`` of a convolution from ``dy`` and ``data``: im2col, then one GEMM."""
     name = '_conv_weight_grad'
     cases = (Case((2, 4, 3, 3), (2, 3, 5, 5), weight_shape=(4, 3, 3, 3), kernel=(3, 3)),
@@ -477,9 +478,9 @@ class ConvWeightGrad(Op):
 
 
 @register
-class ConvBackward(Op):
+class ConvBackwardOp(Op):
     """Both ``(dx, dW)`` of a convolution from ``(dy, data, weight)``, in one
-    pass (what ``Convolution.backward`` uses when both are needed)."""
+    pass (what ``ConvolutionOp.backward`` uses when both are needed)."""
     name = '_conv_backward'
     nout = 2
     cases = (Case((2, 4, 3, 3), (2, 3, 5, 5), (4, 3, 3, 3), kernel=(3, 3)),
@@ -515,7 +516,7 @@ class ConvBackward(Op):
 
 
 @register
-class ConvolutionAct(Op):
+class ConvolutionActOp(Op):
     """``Activation(Convolution(x, w, b), act_type)`` as ONE op.
 
     A relu is applied to each band of the GEMM's output while it is still

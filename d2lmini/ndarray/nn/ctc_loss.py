@@ -25,9 +25,11 @@ MXNet's rules for the arguments:
 import numpy as np
 
 from ... import backend
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _result, _xp
+from ._common import _float_dtype, _result
 
 __all__ = ['CTCLoss', 'ctc_loss']
 
@@ -155,7 +157,7 @@ def _xp_like(res, like):
     return res.astype(like.dtype) if xp is np else xp.asarray(res, dtype=like.dtype)
 
 
-class _CTCBase(Op):
+class _CTCBaseOp(Op):
     def infer(self, shapes, dtypes, use_data_lengths=False, use_label_lengths=False,
               blank_label='first'):
         want = 2 + bool(use_data_lengths) + bool(use_label_lengths)
@@ -179,7 +181,7 @@ class _CTCBase(Op):
 
 
 @register
-class CTCLossOp(_CTCBase):
+class CTCLossOp(_CTCBaseOp):
     """The CTC loss per sample, ``(N,)``; differentiable in ``data`` only."""
     name = 'CTCLoss'
 
@@ -211,7 +213,7 @@ class CTCLossOp(_CTCBase):
 
 
 @register
-class CTCLossGrad(_CTCBase):
+class CTCLossGradOp(_CTCBaseOp):
     """d CTCLoss / d data, ``(T, N, A)``: ``softmax(data) - occupancy``."""
     name = '_ctc_loss_grad'
     differentiable = False

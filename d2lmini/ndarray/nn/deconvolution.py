@@ -16,11 +16,12 @@ with ``adj < stride``; a ``target_shape`` sets ``pad`` and ``adj`` instead
 ``adj = total % 2``, ``pad = (total + 1) // 2``).  ``no_bias`` defaults to
 True, as in MXNet.
 """
+from ...base import _check_kwargs
 from ..ndarray import invoke, zeros_like
 from ..matrix import concat
 from ..registry import OPS, Case, Op, register
-from ._common import (_channels_first, _channels_last, _check_kwargs, _float_dtype,
-                      _lift, _needs_grad, _result, _spatial, _tuple)
+from ._common import (_channels_first, _channels_last, _float_dtype, _lift, _needs_grad,
+                      _result, _spatial, _tuple)
 from .convolution import (_CONV_IGNORED, _check_out_grad, _conv_attrs, _conv_geom,
                           _conv_grads, _lift_attrs)
 from .pad import pad as _pad
@@ -33,7 +34,7 @@ def _out_size(n, k, s, d, p, a):
 
 
 @register
-class Deconvolution(Op):
+class DeconvolutionOp(Op):
     """2-D transposed convolution, NCHW: ``data (N, C, H, W)``, ``weight (C,
     num_filter/num_group, KH, KW)``, optional ``bias (num_filter,)``."""
     name = 'Deconvolution'

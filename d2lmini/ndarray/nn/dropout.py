@@ -2,16 +2,18 @@
 import numpy as np
 
 from ... import autograd as _ag
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
 from .. import random as _random
-from ._common import _check_kwargs, _float_dtype, _result, _xp
+from ._common import _float_dtype, _result
 
 __all__ = ['Dropout']
 
 
 @register
-class DropoutMask(Op):
+class DropoutMaskOp(Op):
     """Draws Dropout's mask: 0 with probability ``p``, else ``1 / (1 - p)``.
 
     The draw runs inside the kernel, on the device's stream, from the

@@ -1,16 +1,17 @@
 """``FullyConnected``: the dense layer as one GEMM."""
 import math
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _needs_grad, _result
+from ._common import _float_dtype, _needs_grad, _result
 from .activation import _FROM_OUTPUT, activate_
 
 __all__ = ['FullyConnected']
 
 
 @register
-class FullyConnected(Op):
+class FullyConnectedOp(Op):
     """``out = data @ weight.T + bias``: one GEMM.
 
     ``flatten=True`` (MXNet's default) treats ``data`` as ``(N, -1)``;
@@ -65,7 +66,7 @@ class FullyConnected(Op):
 
 
 @register
-class FullyConnectedAct(Op):
+class FullyConnectedActOp(Op):
     """``Activation(FullyConnected(x, w, b), act_type)`` as ONE op: the
     activation runs in place on the GEMM's fresh output, and the backward
     pass takes its derivative from the output alone.  What gluon's

@@ -13,7 +13,7 @@ separately, it is three passes over the output's gradient:
 * the relu backward reads ``dy`` and ``y`` and writes ``dy * (y > 0)``,
 * the bias gradient reads it once more (a sum over N, H, W).
 
-Fused (:class:`AvgPoolReluGrad`), the three happen band by band while each
+Fused (:class:`AvgPoolReluGradOp`), the three happen band by band while each
 band is in the CPU cache: one write of ``dy``, one read of ``y``.
 
 The op has two outputs, the pooled map and the convolution's output ``y``
@@ -25,15 +25,16 @@ import numpy as np
 
 from ..ndarray import invoke, zeros_like
 from ..layout import chwn as _chwn, copyto as _copyto
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _needs_grad, _ws, _xp
+from ._common import _needs_grad, _ws
 from .convolution import _conv_forward, _conv_geom, _conv_grads
 
 _BAND = 1 << 20           # bytes of dy per band: stays in the cache
 
 
 @register
-class ConvActAvgPool(Op):
+class ConvActAvgPoolOp(Op):
     """``Pooling(relu(Convolution(x, w, b)), 'avg', kernel=pool, stride=pool)``
     and the convolution's output ``y``: outputs ``[pooled, y]``."""
     name = '_conv_act_pool'
@@ -68,7 +69,7 @@ class ConvActAvgPool(Op):
         x, w = inputs[0], inputs[1]
         geom = {k: conv[k] for k in _CONV_KEYS if k in conv}
         if gy is None and gp is not None and _needs_grad(w):
-            # the usual case: one banded sweep (see _ConvActPoolGrads)
+            # the usual case: one banded sweep (see _ConvActPoolGradsOp)
             if _needs_grad(x):
                 dx, dw, db = invoke(OPS['_conv_act_pool_grads'], (gp, y, x, w),
                                     dict(geom, pool=pool))
@@ -132,7 +133,7 @@ def _dz_bands(gp, y, pool, db):
 
 
 @register
-class AvgPoolReluGrad(Op):
+class AvgPoolReluGradOp(Op):
     """``dy = upsample(gp) / (k*k) * (y > 0)`` (zero on rows and columns the
     pooling left out) and its sum per channel, the bias gradient; banded."""
     name = '_avgpool_relu_grad'
@@ -161,7 +162,7 @@ class AvgPoolReluGrad(Op):
         return [dzt.transpose(3, 0, 1, 2), db]
 
 
-class _ConvActPoolGrads(Op):
+class _ConvActPoolGradsOp(Op):
     """The gradients of ``_conv_act_pool`` in ONE sweep over bands of rows:
     each band of ``dy`` is made from the pooled gradient and the relu mask
     (:func:`_dz_bands`) and used at once by the weight (and data) GEMMs of
@@ -188,7 +189,7 @@ _CONV_KEYS = ('kernel', 'stride', 'dilate', 'pad', 'num_group')
 
 
 @register
-class ConvActPoolWeightGrad(_ConvActPoolGrads):
+class ConvActPoolWeightGradOp(_ConvActPoolGradsOp):
     """``(dW, db)`` of ``_conv_act_pool`` from ``(gp, y, x)``."""
     name = '_conv_act_pool_wgrad'
     nout = 2
@@ -202,7 +203,7 @@ class ConvActPoolWeightGrad(_ConvActPoolGrads):
 
 
 @register
-class ConvActPoolGrads(_ConvActPoolGrads):
+class ConvActPoolGradsOp(_ConvActPoolGradsOp):
     """``(dx, dW, db)`` of ``_conv_act_pool`` from ``(gp, y, x, w)``."""
     name = '_conv_act_pool_grads'
     nout = 3

@@ -11,16 +11,17 @@ differences.
 """
 import math
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
 from ..registry import OPS, Op, register
-from ._common import _check_kwargs, _float_dtype, _result
+from ._common import _float_dtype, _result
 
 __all__ = ['SoftmaxOutput', 'Softmax', 'LinearRegressionOutput',
            'LogisticRegressionOutput', 'MAERegressionOutput', 'MakeLoss',
            'make_loss', 'BlockGrad', 'stop_gradient']
 
 
-class _LossHead(Op):
+class _LossHeadOp(Op):
     loss_head = True
 
     def infer(self, shapes, dtypes, **attrs):
@@ -28,7 +29,7 @@ class _LossHead(Op):
 
 
 @register
-class SoftmaxOutputOp(_LossHead):
+class SoftmaxOutputOp(_LossHeadOp):
     """Forward: softmax over the classes; backward: ``(p - onehot(label)) *
     grad_scale`` (times the head gradient only with ``out_grad``)."""
     name = 'SoftmaxOutput'
@@ -67,7 +68,7 @@ def _per_output_scale(label, grad_scale):
     return grad_scale / max(1, label.size // max(1, n))
 
 
-class _Regression(_LossHead):
+class _RegressionOp(_LossHeadOp):
     def infer(self, shapes, dtypes, grad_scale=1.0):
         x, lab = tuple(shapes[0]), tuple(shapes[1])
         if math.prod(lab) != math.prod(x):
@@ -82,7 +83,7 @@ class _Regression(_LossHead):
 
 
 @register
-class LinearRegressionOutputOp(_Regression):
+class LinearRegressionOutputOp(_RegressionOp):
     """Identity; backward ``(out - label) * grad_scale / outputs per example``."""
     name = 'LinearRegressionOutput'
 
@@ -94,7 +95,7 @@ class LinearRegressionOutputOp(_Regression):
 
 
 @register
-class LogisticRegressionOutputOp(_Regression):
+class LogisticRegressionOutputOp(_RegressionOp):
     """Sigmoid; backward ``(sigmoid(x) - label) * grad_scale / outputs``."""
     name = 'LogisticRegressionOutput'
 
@@ -106,7 +107,7 @@ class LogisticRegressionOutputOp(_Regression):
 
 
 @register
-class MAERegressionOutputOp(_Regression):
+class MAERegressionOutputOp(_RegressionOp):
     """Identity; backward ``sign(out - label) * grad_scale / outputs``."""
     name = 'MAERegressionOutput'
 
@@ -118,7 +119,7 @@ class MAERegressionOutputOp(_Regression):
 
 
 @register
-class MakeLossOp(_LossHead):
+class MakeLossOp(_LossHeadOp):
     """Identity; backward ``grad_scale`` per element (``normalization``:
     'null', 'batch' divides by the batch size, 'valid' by the number of
     elements above ``valid_thresh``)."""

@@ -14,9 +14,11 @@ The variance is the biased one (divided by the count), as in MXNet.  One
 forward and one backward serve both ops: the data is viewed as ``(N, G, M)``
 (G = channels for InstanceNorm, groups for GroupNorm) and normalized over M.
 """
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _needs_grad, _result, _xp
+from ._common import _float_dtype, _needs_grad, _result
 
 __all__ = ['InstanceNorm', 'GroupNorm']
 
@@ -80,7 +82,7 @@ def _inputs(shape, params):
 
 
 @register
-class InstanceNorm(Op):
+class InstanceNormOp(Op):
     """Normalizes each (sample, channel) over the spatial axes."""
     name = 'InstanceNorm'
     cases = (Case(inputs=_inputs((2, 3, 4), 3), eps=1e-3),
@@ -99,7 +101,7 @@ class InstanceNorm(Op):
 
 
 @register
-class GroupNorm(Op):
+class GroupNormOp(Op):
     """Normalizes each (sample, group of channels) over the group's channels
     and the spatial axes."""
     name = 'GroupNorm'

@@ -11,9 +11,11 @@ The gradient is the adjoint of the padding: crop the border off
 'reflect').  It is an op of its own, ``_pad_backward``, whose gradient is
 ``pad`` again.
 """
+from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _result, _xp
+from ._common import _result
 
 __all__ = ['pad', 'Pad']
 
@@ -77,7 +79,7 @@ def _unpad(g, pairs, mode):
 
 
 @register
-class Pad(Op):
+class PadOp(Op):
     """Pads the spatial axes of 4-D/5-D ``data`` (MXNet's ``Pad``)."""
     name = 'pad'
     cases = (Case((2, 2, 3, 4), mode='constant', pad_width=(0, 0, 0, 0, 1, 2, 2, 1),
@@ -106,7 +108,7 @@ class Pad(Op):
 
 
 @register
-class PadBackward(Op):
+class PadBackwardOp(Op):
     """The gradient of ``pad``: borders cropped, or folded back onto the cells
     they copy.  Linear; its own gradient is ``pad`` with zeros."""
     name = '_pad_backward'

@@ -3,11 +3,13 @@ import functools
 
 import numpy as np
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
 from ..layout import as_layout as _as_layout, empty_as as _empty_as
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import (_Geom, _channels_first, _channels_last, _check_kwargs,
-                      _float_dtype, _lift, _result, _spatial, _tap, _tuple, _xp)
+from ._common import (_Geom, _channels_first, _channels_last, _float_dtype, _lift,
+                      _result, _spatial, _tap, _tuple)
 
 __all__ = ['Pooling']
 
@@ -83,7 +85,7 @@ def _pool_key(dshape, kernel, pool_type, global_pool, stride, pad, convention):
 
 
 @register
-class Pooling(Op):
+class PoolingOp(Op):
     """Max / average / sum pooling over 2-D windows, NCHW.
 
     MXNet's defaults: ``stride=(1, 1)``, ``pad=(0, 0)``,
@@ -139,7 +141,7 @@ class Pooling(Op):
 
 
 @register
-class PoolBackward(Op):
+class PoolBackwardOp(Op):
     """``dx`` of Pooling from ``(dy, x, y)``.
 
     Max: each window's gradient goes to its first maximum in scan order (as

@@ -2,10 +2,12 @@
 ``SoftmaxOutput`` (MXNet's classic loss head) and ``SoftmaxActivation``."""
 import numpy as np
 
+from ...base import _check_kwargs
 from ..ndarray import invoke
 from ..indexing import one_hot
+from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
-from ._common import _check_kwargs, _float_dtype, _result, _xp
+from ._common import _float_dtype, _result
 
 __all__ = ['softmax', 'softmin', 'log_softmax', 'softmax_cross_entropy',
            'SoftmaxActivation']
@@ -21,7 +23,7 @@ def _check_axis(name, axis, shape):
                          f"{shape}")
 
 
-class _AlongAxis(Op):
+class _AlongAxisOp(Op):
     """An op that normalizes along ``axis``: same shape out, float dtype."""
 
     def infer(self, shapes, dtypes, axis=-1, temperature=None):
@@ -30,7 +32,7 @@ class _AlongAxis(Op):
 
 
 @register
-class Softmax(_AlongAxis):
+class SoftmaxOp(_AlongAxisOp):
     """``exp(x/T) / sum(exp(x/T))`` along ``axis``, computed without overflow."""
     name = 'softmax'
     cases = (Case((3, 4)), Case((2, 3, 4), axis=1), Case((3, 4), temperature=2.0))
@@ -48,7 +50,7 @@ class Softmax(_AlongAxis):
 
 
 @register
-class Softmin(type(Softmax)):      # (register returns the instance)
+class SoftminOp(type(SoftmaxOp)):      # (register returns the instance)
     """``softmax(-x/T)`` along ``axis``: the smallest entries get the weight."""
     name = 'softmin'                # infer and the gradient cases: softmax's
 
@@ -60,7 +62,7 @@ class Softmin(type(Softmax)):      # (register returns the instance)
 
 
 @register
-class LogSoftmax(_AlongAxis):
+class LogSoftmaxOp(_AlongAxisOp):
     """``log(softmax(x))`` along ``axis``, as ``x - max - log(sum(exp(x - max)))``."""
     name = 'log_softmax'
     cases = (Case((3, 4)), Case((2, 3, 4), axis=0), Case((3, 4), temperature=0.5))
@@ -78,7 +80,7 @@ class LogSoftmax(_AlongAxis):
 
 
 @register
-class SoftmaxCrossEntropy(Op):
+class SoftmaxCrossEntropyOp(Op):
     """MXNet's ``softmax_cross_entropy(data, label)``: the SUM over the batch
     of ``-log softmax(data)[label]``, shape ``(1,)``."""
     name = 'softmax_cross_entropy'
@@ -104,7 +106,7 @@ class SoftmaxCrossEntropy(Op):
 
 
 @register
-class SoftmaxCELoss(Op):
+class SoftmaxCELossOp(Op):
     """Per-sample ``-log softmax(x)[label]`` of ``(N, K)`` logits, shape
     ``(N,)``: gluon's ``SoftmaxCrossEntropyLoss`` (sparse labels, no
     weights) as ONE op forward and ONE backward, instead of four forward
@@ -135,7 +137,7 @@ class SoftmaxCELoss(Op):
 
 
 @register
-class SoftmaxCELossGrad(Op):
+class SoftmaxCELossGradOp(Op):
     """The gradient ``_softmax_ce_loss`` sends back to the logits:
     ``-g * (onehot - r * p)`` with ``p = softmax(x)`` and ``r`` = 1 for a
     label in range (0 for one ``one_hot`` drops).  Differentiable, so
@@ -167,7 +169,7 @@ class SoftmaxCELossGrad(Op):
 
 
 @register
-class SoftmaxOutputGrad(Op):
+class SoftmaxOutputGradOp(Op):
     """The gradient SoftmaxOutput sends back: ``(p - onehot(label)) * scale``."""
     name = '_softmax_output_grad'
     differentiable = False
