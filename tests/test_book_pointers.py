@@ -93,3 +93,21 @@ def test_chapter_2_counts_the_operators_its_text_names():
     counted = {type(op).__module__.rsplit('.', 1)[1] for op in scope['core'].values()}
     assert counted == listed, (counted, listed)
     assert 'neural-network operators' in text
+
+
+# --- files a reader can hold in mind --------------------------------------------------
+LONG = 600           # the issue's "about 600 lines"
+
+
+def test_a_long_module_says_why_at_its_top():
+    """No module of the package is over LONG lines without a reason in the
+    first paragraphs of its docstring ("Why one long file: ...")."""
+    unexplained = []
+    for path in sorted(glob.glob(os.path.join(ROOT, 'd2lmini', '**', '*.py'),
+                                 recursive=True)):
+        with open(path) as f:
+            lines = f.read().splitlines()
+        if len(lines) > LONG and not any('Why one long file' in line
+                                         for line in lines[:25]):
+            unexplained.append(f'{os.path.relpath(path, ROOT)}: {len(lines)} lines')
+    assert not unexplained, unexplained

@@ -1,5 +1,10 @@
 """The engine's stream: how an operation is pushed, ordered, run and waited for.
 
+Why one long file (a little over 600 lines): the stream, its sync
+points, its rule for errors, the naive engine, the in-flight bound and
+bulk execution are one mechanism, each part changing what the others
+see; the rest of the engine is in its sibling modules.
+
 This is the file to read for chapter 3.  The front end (your Python code)
 only *pushes* operations; each device has a :class:`Stream`, a worker
 thread that runs the pushed operations in issue order.  An array records which stream produces it and the sequence number of

@@ -1,5 +1,9 @@
 """Parameters: named arrays a Block learns, with one copy per context.
 
+Why one long file: ``Parameter`` and ``ParameterDict`` (with
+``Constant`` and the checked loading both use) are one concept, the
+learned arrays of a Block, and MXNet keeps them in one module too.
+
 A :class:`Parameter` holds its data on one or more contexts (``initialize(
 ctx=[cpu(0), cpu(1)])`` puts the same initial values on both) and, unless
 ``grad_req='null'``, a gradient buffer beside each copy.  Every copy is an

@@ -1,5 +1,10 @@
 """``mx.mod.Module``: a Symbol trained on one device or several.
 
+Why one long file: ``Module`` is one class, MXNet's, and its methods
+(bind, init_params, init_optimizer, forward/backward/update, fit, predict,
+score, checkpoints) are an API read one method at a time; the per-device
+executors are in ``executor_group.py``.
+
 The symbolic counterpart of ``net`` + ``Trainer``::
 
     net = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=10, name='fc')

@@ -1,6 +1,10 @@
 """Shape manipulation: reshape, transpose, expand/squeeze, tile, repeat, flip,
 concat, stack, split, slicing.
 
+Why one long file: one family, 27 front ends over 16 operator classes,
+each class short (``infer``, ``forward``, ``backward``, gradient-check
+cases) and next to the front ends that call it.
+
 MXNet keeps these in ``src/operator/tensor/matrix_op*``.
 """
 import builtins

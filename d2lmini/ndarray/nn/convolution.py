@@ -1,6 +1,10 @@
 """Convolution: the ``Convolution`` op, its gradient ops, and the fused
 convolution + relu that gluon's ``Conv2D(activation='relu')`` runs.
 
+Why one long file: the convolution, its gradient ops and the fused
+convolution + relu share the im2col geometry and the layout explained
+here; each op class is short.
+
 Convolution as one matrix product (im2col)
 ------------------------------------------
 A convolution slides the kernel over the input and takes a dot product at

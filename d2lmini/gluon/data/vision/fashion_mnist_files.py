@@ -1,5 +1,9 @@
 """Locate, download and parse the Fashion-MNIST IDX files.
 
+Why one long file: it is self-contained on purpose (see below), so its
+three jobs (finding the files, downloading them with checksums and a
+progress bar, parsing and checking the IDX format) live side by side.
+
 This module is deliberately self-contained (standard library and NumPy only;
 ``tqdm`` is imported lazily for the download progress bar, and
 :mod:`d2lmini.limits` when a gzip file is inflated) so that it can be used
