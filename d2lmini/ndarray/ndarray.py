@@ -8,9 +8,10 @@ An NDArray is a *promise*: its shape, dtype and context are known at once
 (the front end infers them), its values once the engine has run the op that
 produces it.  Reading values (``asnumpy``, ``asscalar``, ``print``) waits.
 
-Every operator goes through :func:`invoke`, the one dispatch path: check
-contexts, infer the output, push the kernel to the device's stream (or run it
-now in naive mode), and record it on the autograd tape if recording.
+Every operator goes through :func:`invoke`, the one dispatch path, in five
+steps: check that the inputs share a context, infer the output's shape and
+dtype, make the output, push the kernel to the context's stream (or run it
+now in naive mode), and record the op on the autograd tape if recording.
 """
 import ctypes
 import functools
