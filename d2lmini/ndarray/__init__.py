@@ -16,7 +16,7 @@ from .random import (random_uniform, random_normal, random_poisson,  # noqa: F40
                      sample_uniform, sample_normal, sample_poisson, sample_exponential,
                      sample_gamma, sample_negative_binomial,
                      sample_generalized_negative_binomial, sample_multinomial)
-from .io import save, load, load_frombuffer
+from .utils import save, load, load_frombuffer
 from . import fluent
 from .. import context as _context
 

@@ -440,12 +440,12 @@ class NDArray:
     # -- pickle and copy.deepcopy (as MXNet: the state is the array's record
     # in the NDArray file format, so values, dtype and context come back) ------
     def __getstate__(self):
-        from . import io
-        return {'handle': bytearray(io.array_to_bytes(self))}
+        from . import utils
+        return {'handle': bytearray(utils.array_to_bytes(self))}
 
     def __setstate__(self, state):
-        from . import io
-        a, ctx = io.array_from_bytes(state['handle'])
+        from . import utils
+        a, ctx = utils.array_from_bytes(state['handle'])
         backend.check_context(ctx)
         new = _make(tuple(a.shape), a.dtype, ctx)
         for slot in _STATE_SLOTS:
