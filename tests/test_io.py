@@ -11,7 +11,7 @@ import pytest
 
 import d2lmini as mx
 from d2lmini import nd
-from d2lmini.ndarray import io as ndio
+from d2lmini.ndarray import utils as ndutils
 
 DTYPES = ['float32', 'float64', 'float16', 'int32', 'int64', 'int8', 'uint8', 'bool']
 
@@ -107,7 +107,7 @@ def test_exact_bytes_of_a_small_dict_file(tmp_path):
 
 def test_list_file_has_no_names_and_keeps_context_and_dtype_flags(tmp_path):
     f = str(tmp_path / 'x')
-    arrays = [nd.ones((1,), ctx=mx.cpu(3), dtype=dt) for dt in ndio.DTYPES]
+    arrays = [nd.ones((1,), ctx=mx.cpu(3), dtype=dt) for dt in ndutils.DTYPES]
     nd.save(f, arrays)
     b = open(f, 'rb').read()
     assert b.endswith(b'\0' * 8)                    # zero names: a list
@@ -185,7 +185,7 @@ def test_load_frombuffer_and_old_npz_files(tmp_path):
 
 
 def test_truncated_or_garbled_buffers_raise_mxnet_error(tmp_path):
-    buf = ndio.dumps({'w': nd.ones((3, 4)), 'bias': nd.zeros(4)})
+    buf = ndutils.dumps({'w': nd.ones((3, 4)), 'bias': nd.zeros(4)})
     cut = [buf[:n] for n in (0, 7, 16, 24, 30, 60, len(buf) - 10, len(buf) - 1)]
     for bad in cut + [buf + b'\0', b'\x13' + buf[1:]]:
         with pytest.raises(mx.engine.MXNetError, match='not a valid NDArray') as e:
@@ -224,7 +224,7 @@ def test_failure_mid_save_leaves_old_file_intact(tmp_path, monkeypatch, exc):
     def failing_fsync(fd):                  # the new bytes are written, not synced
         calls.append(fd)
         raise exc
-    monkeypatch.setattr(ndio.os, 'fsync', failing_fsync)
+    monkeypatch.setattr(ndutils.os, 'fsync', failing_fsync)
     with pytest.raises(type(exc)):
         nd.save(f, {'w': nd.zeros((3,)), 'b': nd.zeros((5,)), 'c': nd.zeros((1,))})
     monkeypatch.undo()
@@ -237,7 +237,7 @@ def test_failure_mid_save_leaves_old_file_intact(tmp_path, monkeypatch, exc):
 def test_failure_on_first_save_leaves_nothing(tmp_path, monkeypatch):
     def boom(*a, **kw):
         raise OSError('no space left on device')
-    monkeypatch.setattr(ndio.os, 'fsync', boom)
+    monkeypatch.setattr(ndutils.os, 'fsync', boom)
     with pytest.raises(OSError):
         nd.save(str(tmp_path / 'new.params'), [nd.ones(2)])
     assert os.listdir(tmp_path) == []
@@ -368,7 +368,7 @@ def test_npz_header_that_disagrees_with_the_member_is_refused(tmp_path):
     with zipfile.ZipFile(f, 'w', zipfile.ZIP_DEFLATED) as z:
         z.writestr('__d2lmini__.json', json.dumps(meta))
         z.writestr('arr_0.npy', header.getvalue() + b'\0' * 16)
-    with pytest.raises(ndio.NDArrayFileError,
+    with pytest.raises(ndutils.NDArrayFileError,
                        match=r'not a valid NDArray file: arr_0.npy: its header '
                              r'declares shape \(1000000000000,\) of float64, '
                              r'8,000,000,000,000 bytes, but the member holds 16'):
@@ -376,8 +376,8 @@ def test_npz_header_that_disagrees_with_the_member_is_refused(tmp_path):
 
 
 def _params_header(shape, flag=0):
-    return (struct.pack('<QQQ', ndio.LIST_MAGIC, 0, 1)
-            + struct.pack('<Iii', ndio.V2_MAGIC, 0, len(shape))
+    return (struct.pack('<QQQ', ndutils.LIST_MAGIC, 0, 1)
+            + struct.pack('<Iii', ndutils.V2_MAGIC, 0, len(shape))
             + struct.pack(f'<{len(shape)}q', *shape)
             + struct.pack('<iii', 1, 0, flag))
 
@@ -389,7 +389,7 @@ def _params_header(shape, flag=0):
 def test_params_declaring_more_than_the_file_holds(tmp_path, shape, declared):
     f = tmp_path / 'huge.params'
     f.write_bytes(_params_header(shape) + b'\0' * 16 + struct.pack('<Q', 0))
-    with pytest.raises(ndio.NDArrayFileError) as e:
+    with pytest.raises(ndutils.NDArrayFileError) as e:
         nd.load(str(f))
     msg = str(e.value)
     assert str(f) in msg and f'declares shape {shape} of float32' in msg

@@ -10,8 +10,8 @@ its own (:mod:`.random`; its older top-level names are its ``TOP_LEVEL``).
 from . import ndarray
 from .ndarray import NDArray
 from .registry import OPS
-from . import (broadcast_reduce, creation, dot_op, elemwise, indexing, io, matrix,
-               nn, optimizer_op, ordering)
+from . import (broadcast_reduce, creation, dot_op, elemwise, indexing, matrix, nn,
+               optimizer_op, ordering, utils)
 from . import random
 from . import _internal       # noqa: F401 - nd._internal, MXNet's underscore ops
 from . import fluent
@@ -21,7 +21,7 @@ from .. import context as _context   # noqa: F401
 # library (tensor/), the neural-network operators (nn/), the optimizers'
 # fused updates (optimizer_op), and NDArray's own constructors and files.
 FAMILIES = (ndarray, elemwise, broadcast_reduce, matrix, indexing, dot_op, ordering,
-            creation) + nn.FAMILIES + (optimizer_op, io)
+            creation) + nn.FAMILIES + (optimizer_op, utils)
 
 for _family in FAMILIES:
     globals().update({_name: getattr(_family, _name) for _name in _family.__all__})

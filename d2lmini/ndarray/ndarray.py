@@ -8,9 +8,10 @@ An NDArray is a *promise*: its shape, dtype and context are known at once
 (the front end infers them), its values once the engine has run the op that
 produces it.  Reading values (``asnumpy``, ``asscalar``, ``print``) waits.
 
-Every operator goes through :func:`invoke`, the one dispatch path: check
-contexts, infer the output, push the kernel to the device's stream (or run it
-now in naive mode), and record it on the autograd tape if recording.
+Every operator goes through :func:`invoke`, the one dispatch path, in five
+steps: check that the inputs share a context, infer the output's shape and
+dtype, make the output, push the kernel to the context's stream (or run it
+now in naive mode), and record the op on the autograd tape if recording.
 """
 import ctypes
 import functools
@@ -84,109 +85,132 @@ def _context_error(op_name, args):
 
 
 def invoke(op, args, attrs=_EMPTY):
-    """Run ``op`` on NDArrays ``args``: the single dispatch path of d2lmini."""
-    # This is the hot path of every operator: it is written out (no list
-    # comprehensions, no partials) because each line costs a dispatch.
+    """Run ``op`` on the NDArrays ``args``: the one dispatch path of d2lmini.
+
+    Every operator call takes the same five steps, numbered below:
+
+    1. check that the inputs are on one context;
+    2. infer the output's shape and dtype (``op.infer``): a bad shape
+       fails here, at the caller's line, before any kernel runs;
+    3. make the output, an array whose values are still to come;
+    4. push the kernel (``op.forward``) to the context's stream and return
+       (the naive engine runs it now instead: :func:`_run_now_on_cpu`);
+    5. record the op on the autograd tape, if recording.
+
+    It runs for every operator, so the usual case (one or two inputs, one
+    output, the threaded engine) is written out flat, and the others are
+    the functions it names: :func:`_invoke_many` for ops with several
+    outputs.  While a symbol is being traced into a graph
+    (:mod:`d2lmini.symbol.graph`), the call is recorded there instead.
+    """
     if _CAPTURE[0] is not None and _CAPTURE[0].active():
         return _CAPTURE[0].invoke(op, args, attrs)
+    # 1. Check contexts (and gather what infer reads).
     a0 = args[0]
     ctx = a0._ctx
-    n = len(args)
-    if n == 1:
+    if len(args) == 1:
         shapes, dtypes = [a0._shape], [a0._dtype]
-    elif n == 2:
-        a1 = args[1]
-        if a1._ctx is not ctx and a1._ctx != ctx:
-            raise _context_error(op.name, args)
-        shapes, dtypes = [a0._shape, a1._shape], [a0._dtype, a1._dtype]
+    elif len(args) == 2 and args[1]._ctx is ctx:
+        shapes, dtypes = [a0._shape, args[1]._shape], [a0._dtype, args[1]._dtype]
     else:
-        for a in args:
-            if a._ctx is not ctx and a._ctx != ctx:
-                raise _context_error(op.name, args)
-        shapes = [a._shape for a in args]
-        dtypes = [a._dtype for a in args]
-    nout = op.nout
+        shapes, dtypes = _on_one_context(op, args, ctx)
+    # 2. Infer the output's shape and dtype.
     try:                         # free in Python 3.11+ when nothing is raised
-        if nout == 1:
-            shape, dtype = op.infer(shapes, dtypes, **attrs)
-            o = _new(NDArray)
-            o._shape = shape
-            o._dtype = dtype
-            o._ctx = ctx
-            o._exc = o._node = o._grad = o._base = o._foreign = None
-            outs = [o]
-        else:
-            outs = [_make(s, d, ctx) for s, d in op.infer(shapes, dtypes, **attrs)]
+        res = op.infer(shapes, dtypes, **attrs)
     except (ValueError, TypeError, IndexError) as e:
         # As in MXNet 1.6+, a shape or argument error is an MXNetError that
         # keeps its built-in type (d2lmini.base): both `except` forms work.
         raise as_mxnet_error(e).with_traceback(e.__traceback__) from None
-    fwd = op.forward
-    if _NAIVE_MODE[0]:
-        if ctx.device_type == 'cpu' and _TRACE[0] is None:
-            # Synchronous fast path (naive engine): run the kernel right here.
-            if a0._stream is not _NAIVE or n > 1:
-                for a in args:           # made before a switch to naive?
-                    s = a._stream
-                    if s is not _NAIVE and (s.done < a._seq or a._exc is not None):
-                        engine.wait_for(a)
-            try:
-                if n == 1:
-                    res = fwd(a0._data, **attrs)
-                elif n == 2:
-                    res = fwd(a0._data, a1._data, **attrs)
-                else:
-                    res = fwd(*[a._data for a in args], **attrs)
-            except Exception as e:
-                raise engine.op_error(op.name, ctx, e, 'naive engine') from e
-            if nout == 1:
-                o._data = res
-                o._stream = _NAIVE
-                o._seq = 0
-            else:
-                for o, r in zip(outs, res):
-                    o._data = r
-        else:
-            if nout != 1 and len(outs) == 1:    # split(x, 1): a list of one array
-                fwd = _first_of(fwd)
-            engine.run_sync(op.name, fwd, args, outs, ctx, attrs)
-    else:
-        # The first input's stream is its context's (or _NAIVE: ready).
-        s = a0._stream
+    # 3. Make the output: shape, dtype and context now, values later.
+    if op.nout != 1:
+        return _invoke_many(op, args, attrs, ctx, res)
+    out = _new(NDArray)
+    out._shape, out._dtype = res
+    out._ctx = ctx
+    out._exc = out._node = out._grad = out._base = out._foreign = None
+    # 4. Push the kernel to the stream of the input's context, which runs
+    #    what is pushed to it in order, or run it now (the naive engine).
+    if not _NAIVE_MODE[0]:
+        s = a0._stream           # the context's stream, or _NAIVE (ready)
         if s is _NAIVE:
             s = _stream_for(ctx)
-        if nout == 1:
-            o._seq = s.push(fwd, args, outs, op.name, attrs)
-            o._stream = s
-        else:
-            if len(outs) == 1:
-                fwd = _first_of(fwd)
-            seq = s.push(fwd, args, outs, op.name, attrs)
-            for o in outs:
-                o._stream = s
-                o._seq = seq
+        out._seq = s.push(op.forward, args, [out], op.name, attrs)
+        out._stream = s
+    elif ctx.device_type == 'cpu' and _TRACE[0] is None:
+        _run_now_on_cpu(op, args, out, attrs)
+    else:                        # a GPU, or an engine trace to write
+        engine.run_sync(op.name, op.forward, args, [out], ctx, attrs)
+    # 5. Record on the autograd tape, if recording and an input is in the graph.
     if _REC[0] and op.differentiable:
-        for a in args:
-            if a._node is not None:
-                _ag._record(op, args, outs, attrs)
-                break
-    return outs[0] if nout == 1 else outs
+        _record_if_in_graph(op, args, [out], attrs)
+    return out
+
+
+def _on_one_context(op, args, ctx):
+    """Step 1 of :func:`invoke` for any number of inputs: all must be on
+    ``ctx``.  Returns their shapes and dtypes."""
+    for a in args:
+        if a._ctx is not ctx and a._ctx != ctx:
+            raise _context_error(op.name, args)
+    return [a._shape for a in args], [a._dtype for a in args]
+
+
+def _run_now_on_cpu(op, args, out, attrs):
+    """Step 4 of :func:`invoke` in the naive engine, on a CPU: run the
+    kernel here, on the calling thread (the general case, GPUs and engine
+    traces, is :func:`d2lmini.engine.run_sync`)."""
+    for a in args:               # made by the threaded engine: still pending?
+        s = a._stream
+        if s is not _NAIVE and (s.done < a._seq or a._exc is not None):
+            engine.wait_for(a)
+    try:
+        if len(args) == 1:       # written out: this is the naive engine's cost
+            out._data = op.forward(args[0]._data, **attrs)
+        elif len(args) == 2:
+            out._data = op.forward(args[0]._data, args[1]._data, **attrs)
+        else:
+            out._data = op.forward(*[a._data for a in args], **attrs)
+    except Exception as e:
+        raise engine.op_error(op.name, out._ctx, e, 'naive engine') from e
+    out._stream = _NAIVE
+    out._seq = 0
+
+
+def _invoke_many(op, args, attrs, ctx, res):
+    """Steps 3 to 5 of :func:`invoke` for an op with a list of outputs
+    (``split``, ``topk``, ...): ``res`` is their ``(shape, dtype)`` list."""
+    outs = [_make(s, d, ctx) for s, d in res]
+    fwd = op.forward
+    if len(outs) == 1:           # split(x, 1): the engine wants y, not [y]
+        fwd = _first_of(fwd)
+    _run(op.name, fwd, args, outs, ctx, attrs=attrs)
+    if _REC[0] and op.differentiable:
+        _record_if_in_graph(op, args, outs, attrs)
+    return outs
+
+
+def _record_if_in_graph(op, args, outs, attrs):
+    """Step 5 of :func:`invoke`: tape the op if an input is in the graph."""
+    for a in args:
+        if a._node is not None:
+            _ag._record(op, args, outs, attrs)
+            return
 
 
 def _first_of(fn):
     return lambda *a, **kw: fn(*a, **kw)[0]
 
 
-def _run(name, fn, args, outs, ctx, deps=None):
+def _run(name, fn, args, outs, ctx, deps=None, attrs=_EMPTY):
     """Execute ``fn`` over ``args``' data into ``outs``: now, or on the stream."""
     if _CAPTURE[0] is not None and _CAPTURE[0].active():
         _CAPTURE[0].run(name, fn, args, outs)
         return
     if _NAIVE_MODE[0]:
-        engine.run_sync(name, fn, args, outs, ctx, _EMPTY)
+        engine.run_sync(name, fn, args, outs, ctx, attrs)
         return
     s = _stream_for(ctx)
-    seq = s.push(fn, args, outs, name, _EMPTY, deps)
+    seq = s.push(fn, args, outs, name, attrs, deps)
     for o in outs:
         o._stream = s
         o._seq = seq
@@ -421,12 +445,12 @@ class NDArray:
     # -- pickle and copy.deepcopy (as MXNet: the state is the array's record
     # in the NDArray file format, so values, dtype and context come back) ------
     def __getstate__(self):
-        from . import io
-        return {'handle': bytearray(io.array_to_bytes(self))}
+        from . import utils
+        return {'handle': bytearray(utils.array_to_bytes(self))}
 
     def __setstate__(self, state):
-        from . import io
-        a, ctx = io.array_from_bytes(state['handle'])
+        from . import utils
+        a, ctx = utils.array_from_bytes(state['handle'])
         backend.check_context(ctx)
         new = _make(tuple(a.shape), a.dtype, ctx)
         for slot in _STATE_SLOTS:

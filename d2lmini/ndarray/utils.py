@@ -1,4 +1,5 @@
-"""``nd.save`` / ``nd.load``: MXNet 1.x's binary NDArray file format.
+"""``nd.save`` / ``nd.load``: MXNet 1.x's binary NDArray file format (the
+module is ``ndarray/utils.py``, where MXNet 1.x keeps them).
 
 Files move both ways between MXNet and d2lmini (``net.params`` included).
 The format, read from MXNet's ``NDArray::Save`` (``src/ndarray/ndarray.cc``)
