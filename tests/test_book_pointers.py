@@ -111,3 +111,55 @@ def test_a_long_module_says_why_at_its_top():
                                          for line in lines[:25]):
             unexplained.append(f'{os.path.relpath(path, ROOT)}: {len(lines)} lines')
     assert not unexplained, unexplained
+
+
+# --- the reading path -----------------------------------------------------------------
+def _reading_path():
+    """[(file, lines)] of the README's reading-path table, and its text."""
+    with open(os.path.join(ROOT, 'README.md')) as f:
+        readme = f.read()
+    section = readme.split('## Reading the code\n', 1)[1].split('\n## ', 1)[0]
+    rows = re.findall(r'^\| *\d+ *\| *`(d2lmini/[^`]+)` *\| *(\d+) *\|', section, re.M)
+    return [(path, int(n)) for path, n in rows], section
+
+
+def test_the_reading_path_is_true():
+    """Every file of the path exists, opens with a docstring, and has about
+    the lines the README says; the total the README states is their sum."""
+    rows, section = _reading_path()
+    assert len(rows) >= 10
+    wrong = []
+    for path, stated in rows:
+        full = os.path.join(ROOT, path)
+        with open(full) as f:
+            text = f.read()
+        assert ast.get_docstring(ast.parse(text)), f'{path} opens without a docstring'
+        n = len(text.splitlines())
+        if abs(n - stated) > max(10, stated // 10):
+            wrong.append(f'{path}: README says {stated} lines, it has {n}')
+    assert not wrong, wrong
+    total = sum(n for _, n in rows)
+    about = re.search(r'about ([\d,]+) lines:', section)
+    assert about, 'the README states the path\'s size'
+    assert abs(int(about.group(1).replace(',', '')) - total) <= total // 20
+    words = {10: 'ten', 12: 'twelve', 14: 'fourteen', 15: 'fifteen', 16: 'sixteen',
+             17: 'seventeen', 18: 'eighteen'}
+    assert f'ideas are in {words.get(len(rows), len(rows))} of those files' in section
+    files = glob.glob(os.path.join(ROOT, 'd2lmini', '**', '*.py'), recursive=True)
+    lines = 0
+    for path in files:
+        with open(path) as f:
+            lines += len(f.read().splitlines())
+    size = re.search(r'about ([\d,]+) lines in (\d+) files', section)
+    assert size, "the README states the package's size"
+    assert abs(int(size.group(1).replace(',', '')) - lines) <= lines // 10, lines
+    assert abs(int(size.group(2)) - len(files)) <= len(files) // 10, len(files)
+
+
+def test_the_preface_gives_the_same_reading_path():
+    rows, _ = _reading_path()
+    with open(os.path.join(ROOT, 'chapters', 'preface.md')) as f:
+        preface = f.read()
+    section = preface.split('## Reading the code\n', 1)[1].split('\n## ', 1)[0]
+    listed = re.findall(r'^\d+\. `(d2lmini/[^`]+)`', section, re.M)
+    assert listed == [path for path, _ in rows]
