@@ -43,8 +43,10 @@ class random:                       # mx.random.seed(...), as in MXNet
 # ``hasattr(mx, 'profiler')`` is False.  ``mx.kv`` is ``mx.kvstore``, as in MXNet.
 _LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
          'runtime', 'collectives', 'pipeline', 'sym', 'symbol', 'executor',
-         'io', 'callback', 'mod', 'module', 'model', 'viz', 'visualization')
-_ALIAS = {'kv': 'kvstore', 'sym': 'symbol', 'mod': 'module', 'viz': 'visualization'}
+         'io', 'callback', 'mod', 'module', 'model', 'viz', 'visualization',
+         'np', 'npx', 'numpy', 'numpy_extension', 'image')
+_ALIAS = {'kv': 'kvstore', 'sym': 'symbol', 'mod': 'module', 'viz': 'visualization',
+          'np': 'numpy', 'npx': 'numpy_extension'}
 
 
 def __getattr__(name):

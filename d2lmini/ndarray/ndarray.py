@@ -61,8 +61,8 @@ def _dtype(dtype):
         raise TypeError(f'unknown dtype {dtype!r}') from None
 
 
-def _make(shape, dtype, ctx):
-    o = _new(NDArray)
+def _make(shape, dtype, ctx, cls=None):
+    o = _new(cls or NDArray)
     o._data = None
     o._shape = shape
     o._dtype = dtype
@@ -124,7 +124,7 @@ def invoke(op, args, attrs=_EMPTY):
     # 3. Make the output: shape, dtype and context now, values later.
     if op.nout != 1:
         return _invoke_many(op, args, attrs, ctx, res)
-    out = _new(NDArray)
+    out = _new(a0.__class__)     # an nd.NDArray, or an mx.np.ndarray from one
     out._shape, out._dtype = res
     out._ctx = ctx
     out._exc = out._node = out._grad = out._base = out._foreign = None
@@ -179,7 +179,8 @@ def _run_now_on_cpu(op, args, out, attrs):
 def _invoke_many(op, args, attrs, ctx, res):
     """Steps 3 to 5 of :func:`invoke` for an op with a list of outputs
     (``split``, ``topk``, ...): ``res`` is their ``(shape, dtype)`` list."""
-    outs = [_make(s, d, ctx) for s, d in res]
+    cls = args[0].__class__
+    outs = [_make(s, d, ctx, cls) for s, d in res]
     fwd = op.forward
     if len(outs) == 1:           # split(x, 1): the engine wants y, not [y]
         fwd = _first_of(fwd)
@@ -711,9 +712,14 @@ class NDArray:
         return self._view(tuple(s for i, s in enumerate(self._shape) if i not in keep))
 
     def as_nd_ndarray(self):
-        """The array itself (MXNet converts an ``mx.np`` array; d2lmini has
-        only ``nd`` arrays)."""
+        """The array itself (an ``mx.np.ndarray`` gives its ``nd`` view)."""
         return self
+
+    def as_np_ndarray(self):
+        """This array as an ``mx.np.ndarray``, without copying: the two share
+        their data, so a write through either shows in both."""
+        from ..numpy.multiarray import ndarray
+        return _share(self, ndarray)
 
     def tostype(self, stype):
         """A copy in storage ``stype``; only ``'default'`` (dense) exists here."""
@@ -731,6 +737,18 @@ class NDArray:
         """``self[begin:end:step] = value`` per axis, in place; returns self."""
         self[_slice_key(begin, end, step)] = float(value)
         return self
+
+
+def _share(a, cls):
+    """``a`` as a ``cls`` object (``as_np_ndarray``/``as_nd_ndarray``): the
+    same buffer, not a copy (the identity op, so pending values and the
+    autograd tape carry over), and writes through it reach ``a``, as
+    through a view.  ``grad`` is ``a``'s."""
+    out = invoke(OPS['_identity'], (a,))
+    out.__class__ = cls
+    out._base = a._base if a._base is not None else a
+    out._grad = a._grad
+    return out
 
 
 def _slice_key(begin, end, step):
@@ -884,7 +902,7 @@ def _copy_across(src, ctx):
     """Copy ``src`` to ``ctx`` on the destination's stream, carrying the dependency."""
     ctx = Context(ctx)
     backend.check_context(ctx)              # clear "no GPU" error in naive mode too
-    out = _make(src._shape, src._dtype, ctx)
+    out = _make(src._shape, src._dtype, ctx, src.__class__)
     dep = engine.read_dep(src)              # wait for src's producer ...
     fn = functools.partial(backend.to_context, ctx=ctx)
     _run('copyto', fn, (src,), [out], ctx, None if dep is None else [dep])
