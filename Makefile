@@ -16,6 +16,7 @@ STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 NB_TIMEOUT ?= 120           # seconds per notebook cell (tests and `notebooks`)
 PYTEST_ARGS ?=              # extra pytest arguments, e.g. PYTEST_ARGS="-n 2 -x"
+UNIT_ARGS ?=                # extra pytest arguments for tests/ only, e.g. UNIT_ARGS="-n 2"
 SPHINXOPTS ?=               # extra sphinx-build arguments, e.g. SPHINXOPTS=-W
 LAB_PORT ?= 8888
 NO_BROWSER ?=               # NO_BROWSER=1: `make lab` opens no browser
@@ -82,9 +83,9 @@ test: test-units test-notebooks
 
 test-units: $(STAMP)
 	@if [ -n "$$(find tests -name 'test_*.py' -o -name '*_test.py' 2>/dev/null)" ]; then \
-	  echo "MPLBACKEND=Agg $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/"; \
+	  echo "MPLBACKEND=Agg $(BIN)/pytest -p no:cacheprovider -q $(UNIT_ARGS) $(PYTEST_ARGS) tests/"; \
 	  PATH="$(abspath $(BIN)):$$PATH" MPLBACKEND=Agg \
-	    $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS) tests/; \
+	    $(BIN)/pytest -p no:cacheprovider -q $(UNIT_ARGS) $(PYTEST_ARGS) tests/; \
 	else \
 	  echo "make test: no test files under tests/ yet; skipping pytest tests/"; \
 	fi
