@@ -42,7 +42,7 @@ __all__ = (list(_UNARY) + list(_BINARY) + list(_COMPARE) +
            ['divide', 'true_divide', 'floor_divide', 'fmax', 'fmin', 'fmod', 'hypot',
             'arctan2', 'clip', 'logical_not', 'invert', 'bitwise_not', 'isnan', 'isinf',
             'isfinite', 'isposinf', 'isneginf', 'around', 'round', 'round_', 'copysign',
-            'ldexp', 'lcm', 'gcd', 'nan_to_num', 'positive', 'sigmoid_np'])
+            'ldexp', 'lcm', 'gcd', 'nan_to_num', 'positive', 'where', 'sigmoid_np'])
 __all__.remove('sigmoid_np')
 
 

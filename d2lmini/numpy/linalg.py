@@ -32,6 +32,11 @@ def _square(name, shape):
                          f"{shape}")
 
 
+def _f(a):
+    """float16 has no LAPACK kernels: compute in float32."""
+    return a.astype('float32') if a.dtype == 'float16' else a
+
+
 def _spd(r, n=3):
     a = r.uniform(-1, 1, (n, n))
     return a @ a.T + n * _np.eye(n)
@@ -50,7 +55,7 @@ class NpiInvOp(_MatrixOp):
     cases = (Case(inputs=[lambda r: _spd(r)]),)
 
     def forward(self, a):
-        return _xp(a).linalg.inv(a).astype(a.dtype, copy=False)
+        return _xp(a).linalg.inv(_f(a)).astype(a.dtype, copy=False)
 
     def backward(self, g, inputs, out):
         it = _t(out)
@@ -68,7 +73,7 @@ class NpiDetOp(Op):
         return shapes[0][:-2], dtypes[0]
 
     def forward(self, a):
-        return _xp(a).asarray(_xp(a).linalg.det(a), dtype=a.dtype)
+        return _xp(a).asarray(_xp(a).linalg.det(_f(a)), dtype=a.dtype)
 
     def backward(self, g, inputs, out):
         a = inputs[0]
@@ -88,7 +93,7 @@ class NpiSlogdetOp(Op):
         return [(shapes[0][:-2], dtypes[0])] * 2
 
     def forward(self, a):
-        s, l = _xp(a).linalg.slogdet(a)
+        s, l = _xp(a).linalg.slogdet(_f(a))
         return _xp(a).asarray(s, dtype=a.dtype), _xp(a).asarray(l, dtype=a.dtype)
 
     def backward(self, ograds, inputs, outs):
@@ -111,7 +116,7 @@ class NpiSolveOp(Op):
         return b, dtypes[0]
 
     def forward(self, a, b):
-        return _xp(a).linalg.solve(a, b).astype(a.dtype, copy=False)
+        return _xp(a).linalg.solve(_f(a), _f(b)).astype(a.dtype, copy=False)
 
     def backward(self, g, inputs, out):
         a, b = inputs
@@ -127,12 +132,13 @@ class NpiSolveOp(Op):
 @register
 class NpiCholeskyOp(_MatrixOp):
     """The lower Cholesky factor ``L`` (``A = L L^T``); gradient as in
-    Murray (2016): ``S = L^-T Phi(L^T g) L^-1``, symmetrized."""
+    Murray (2016): ``S = L^-T Phi(L^T g) L^-1``, symmetrized, on the lower
+    triangle."""
     name = '_npi_cholesky'
     cases = (Case(inputs=[lambda r: _spd(r)]),)
 
     def forward(self, a):
-        return _xp(a).linalg.cholesky(a).astype(a.dtype, copy=False)
+        return _xp(a).linalg.cholesky(_f(a)).astype(a.dtype, copy=False)
 
     def backward(self, g, inputs, out):
         n = out.shape[-1]
@@ -143,7 +149,9 @@ class NpiCholeskyOp(_MatrixOp):
         li = invoke(OPS['_npi_inv'], (out,))
         p = _mm('...ji,...jk->...ik', out, g) * phi
         s = _mm('...ji,...jk,...kl->...il', li, p, li)
-        return [0.5 * (s + _t(s))]
+        # the kernel reads only A's lower triangle, so that is where the
+        # gradient of the symmetric 0.5 (S + S^T) lands (doubled off the diagonal)
+        return [(s + _t(s)) * phi]
 
 
 def inv(a):

@@ -172,6 +172,11 @@ class ndarray(NDArray):
     def __hash__(self):
         return id(self)
 
+    def __format__(self, spec):
+        if spec and self.size == 1:          # f'{x:.5f}' of a 0-d array
+            return format(self.item(), spec)
+        return format(str(self), spec)
+
     # -- operators: flat, as nd's, so the dispatch costs the same -----------------
     def __add__(self, o):
         return _binary('add', self, o)

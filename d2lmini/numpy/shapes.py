@@ -130,7 +130,7 @@ def concatenate(seq, axis=0, out=None):
         dt = promote(dt, a._dtype)
     arrs = [a.astype(dt, copy=False) for a in arrs]
     res = arrs[0].copy() if len(arrs) == 1 else \
-        invoke(OPS['concat'], tuple(arrs), {'dim': ax, 'num_args': len(arrs)})
+        invoke(OPS['concat'], tuple(arrs), {'dim': ax})
     if out is not None:
         out[...] = res
         return out
