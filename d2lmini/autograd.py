@@ -222,12 +222,17 @@ def _run_backward(heads, head_grads, retain_graph, create_graph, wanted=None):
                 # (an op with none_ograds takes None for an unused output)
                 ograds = [_nd.zeros_like(o) if g is None else g
                           for o, g in zip(node.outputs, ograds)]
+            inputs, outputs = node.inputs, node.outputs
+            if any(a.__class__ is not _nd.NDArray for a in inputs):
+                # mx.np arrays: backward formulas are written with nd's
+                # semantics (x == y gives 0/1 floats), so give them nd views
+                inputs, outputs, ograds = (_nd_views(v, _nd)
+                                           for v in (inputs, outputs, ograds))
             if getattr(node.op, 'nout', 1) == 1:    # split etc. take a list
-                igrads = node.op.backward(ograds[0], node.inputs, node.outputs[0],
+                igrads = node.op.backward(ograds[0], inputs, outputs[0],
                                           **node.attrs)
             else:
-                igrads = node.op.backward(ograds, node.inputs, node.outputs,
-                                          **node.attrs)
+                igrads = node.op.backward(ograds, inputs, outputs, **node.attrs)
             for a, g in zip(node.inputs, igrads):
                 if g is not None and a._node is not None:
                     if g.shape != a.shape:
@@ -248,6 +253,13 @@ def _run_backward(heads, head_grads, retain_graph, create_graph, wanted=None):
             # (fresh memory each step, page faults: ~20% of a conv step).
             node.outputs = ()
     return result
+
+
+def _nd_views(arrays, _nd):
+    """``nd.NDArray`` views of ``mx.np`` arrays (the same buffers)."""
+    return [a if a is None or a.__class__ is _nd.NDArray
+            or not isinstance(a, _nd.NDArray) else _nd._share(a, _nd.NDArray)
+            for a in arrays]
 
 
 def _accumulate(grads, a, g):

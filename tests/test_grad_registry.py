@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import d2lmini  # noqa: F401 - registers every operator
+import d2lmini.numpy  # noqa: F401 - and mx.np's (_np_sum, _npi_inv, ...)
 from d2lmini import autograd, nd
 from d2lmini.ndarray.ndarray import invoke
 from d2lmini.ndarray.elemwise import ScalarOp, UnaryOp

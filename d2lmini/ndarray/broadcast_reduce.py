@@ -21,7 +21,9 @@ __all__ = ['sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax',
 class ReduceOp(Op):
     """A reduction over ``axis``.  Reducing *every* axis without ``keepdims``
     gives shape ``(1,)``, not ``()``: MXNet 1.x has no 0-d arrays, and code
-    such as ``x.sum()[0]`` relies on that."""
+    such as ``x.sum()[0]`` relies on that.  ``mx.np``'s variants (``_np_sum``,
+    :mod:`d2lmini.numpy.reductions`) set ``full_shape = ()``: NumPy's 0-d."""
+    full_shape = (1,)
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -29,7 +31,7 @@ class ReduceOp(Op):
         if fwd is not None:
             def forward(self, *arrays, **attrs):
                 r = fwd(self, *arrays, **attrs)
-                return r.reshape(1) if r.ndim == 0 else r
+                return r.reshape(self.full_shape) if r.ndim == 0 else r
             forward.__doc__ = fwd.__doc__
             cls.forward = forward
 
@@ -41,7 +43,7 @@ class ReduceOp(Op):
         if keepdims:
             out = tuple(1 if i in axes else s for i, s in enumerate(shape))
         else:
-            out = tuple(s for i, s in enumerate(shape) if i not in axes) or (1,)
+            out = tuple(s for i, s in enumerate(shape) if i not in axes) or self.full_shape
         return out, self.out_dtype(dtypes[0])
 
     def out_dtype(self, dtype):
