@@ -8,7 +8,9 @@ Rows (microseconds per op on a 2x2 float32 array, best of many repeats):
   never waits);
 * ``end-to-end``: push ``N`` ops, then ``waitall`` -- front end and worker
   together, divided by ``N``;
-* ``naive``: the synchronous engine (kernel runs at the call site).
+* ``naive``: the synchronous engine (kernel runs at the call site);
+* the same three for ``mx.np`` arrays, against ``nd``'s (``np.ndarray`` is
+  an NDArray subclass: its operators must cost what nd's do).
 
 References: PyTorch eager on the same op, measured in this run when
 ``import torch`` works, and MXNet 1.9.1's threaded engine, **quoted** (about
@@ -85,28 +87,34 @@ def _torch():
     return torch
 
 
-def tiny_ops():
-    """``{op: {'push', 'e2e', 'naive', 'torch'}}`` in microseconds per op."""
+def tiny_ops(front='nd'):
+    """``{op: {'push', 'e2e', 'naive', 'torch'}}`` in microseconds per op,
+    for the ``nd`` front end or ``mx.np`` (``front='np'``: the same ops on
+    ``np.ndarray``s, the NDArray subclass with NumPy's semantics)."""
     torch = _torch()
-    x = nd.ones((2, 2))
+    if front == 'np':
+        from d2lmini import np as mod
+    else:
+        mod = nd
+    x = mod.ones((2, 2))
     x.wait_to_read()
     ops = {'x + x': lambda: x + x, 'x + 1': lambda: x + 1,
-           'nd.exp(x)': lambda: nd.exp(x)}
+           f'{front}.exp(x)': lambda: mod.exp(x)}
     out = {}
     with engine.engine_mode('threaded'):
         for name, f in ops.items():
             f()
             out[name] = {'push': _push_only(f, N_PUSH), 'e2e': _end_to_end(f, N)}
     with engine.engine_mode('naive'):
-        xn = nd.ones((2, 2))
+        xn = mod.ones((2, 2))
         nops = {'x + x': lambda: xn + xn, 'x + 1': lambda: xn + 1,
-                'nd.exp(x)': lambda: nd.exp(xn)}
+                f'{front}.exp(x)': lambda: mod.exp(xn)}
         for name, f in nops.items():
             out[name]['naive'] = _plain(f, N_PUSH)
     if torch is not None:
         t = torch.ones((2, 2))
         tops = {'x + x': lambda: t + t, 'x + 1': lambda: t + 1,
-                'nd.exp(x)': lambda: torch.exp(t)}
+                f'{front}.exp(x)': lambda: torch.exp(t)}
         for name, f in tops.items():
             out[name]['torch'] = _plain(f, N_PUSH)
     return out
@@ -188,6 +196,13 @@ def run():
         row(f'{op}, async push only', r['push'], r.get('torch'), unit)
         row(f'{op}, async end-to-end (push {N}, waitall)', r['e2e'], r.get('torch'), unit)
         row(f'{op}, naive engine', r['naive'], r.get('torch'), unit)
+    # mx.np side by side: the same ops on np.ndarrays, against nd's figures.
+    per_np = tiny_ops('np')
+    for (op, r), nd_r in zip(per_np.items(), per_op.values()):
+        for key, what in (('push', 'async push only'), ('e2e', 'async end-to-end'),
+                          ('naive', 'naive engine')):
+            row(f'np: {op}, {what}', r[key], nd_r[key],
+                'us/op (ref: the same op on nd.NDArray, same run)')
     row('x + x, async end-to-end vs MXNet 1.9.1', per_op['x + x']['e2e'],
         MXNET_QUOTED_US, 'us/op (ref: MXNet 1.9.1 threaded engine, QUOTED '
         'constant, not measured in this run)')
