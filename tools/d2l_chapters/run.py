@@ -268,14 +268,16 @@ def _result(c):
 
 
 def _groups(run):
-    """First failures (not after an earlier one), grouped by error."""
+    """Failing cells grouped by error, leaving out a ``NameError`` after an
+    earlier failure (a name that cell never defined)."""
     groups = {}
     for ch in run:
         for c in ch['cells']:
-            if not c['ok'] and not c['after_failure']:
-                key = f"{c['type']}: {c['error'][:100]}"
-                groups.setdefault(key, []).append(
-                    f"{os.path.basename(ch['chapter'])[:-3]} {c['cell']}")
+            if c['ok'] or (c['after_failure'] and c['type'] == 'NameError'):
+                continue
+            key = f"{c['type']}: {c['error'][:100]}"
+            groups.setdefault(key, []).append(
+                f"{os.path.basename(ch['chapter'])[:-3]} {c['cell']}")
     return sorted(groups.items(), key=lambda kv: -len(kv[1]))
 
 
@@ -287,18 +289,14 @@ def write_report(path, run, args, baseline=None):
     ok = lambda chs: sum(c['ok'] for ch in chs for c in ch['cells'])
     total = sum(len(ch['cells']) for ch in run)
     base = {ch['chapter']: ch for ch in baseline or []}
-    gpus = args.gpus_as_cpus
     lines = ['# The d2l-en chapters (MXNet tab) on d2lmini', '',
-             f'd2lmini `{chapter_cells.git_head(REPO)}`; d2l-en at '
+             f'd2lmini `{chapter_cells.git_head(REPO)[:7]}`; d2l-en at '
              f'`{args.commit}`; d2l 1.0.3 `d2l/mxnet.py` unchanged. Measured '
              f'with `python tools/d2l_chapters/run.py` on '
              f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, CPU only '
-             f'({os.cpu_count()} cores), '
-             + (f'`gpu(i)` is `cpu(i+1)` for i < {gpus} (`num_gpus()` = '
-                f'{gpus}), ' if gpus else '`num_gpus()` = 0 (as MXNet on a '
-                'CPU-only machine), ')
-             + (f'`D2L_EPOCHS={args.epochs}`' if args.epochs is not None
-                else 'epoch counts as written') + '.', '',
+             f'({os.cpu_count()} cores): {run[0]["mode"]}'
+             + ('' if 'D2L_EPOCHS' in run[0]['mode'] else
+                ', epoch counts as written') + '.', '',
              f'**{ok(run)} of {total} cells ran on d2lmini**'
              + (f'; {ok(baseline)} of '
                 f'{sum(len(ch["cells"]) for ch in baseline)} on MXNet 1.9.1 '
@@ -312,8 +310,8 @@ def write_report(path, run, args, baseline=None):
                      f"{ok([ch])} | {ch['seconds']} | "
                      + (f"{ok([b])} | {b['seconds']} |" if b else '- | - |'))
     lines += ['', '## Failing cells, grouped by error', '',
-              'The first failing cells (a cell that fails only after an '
-              'earlier one in its chapter did is not counted here):', '']
+              'Every failing cell but a `NameError` after an earlier '
+              "failure (a name that cell never defined):", '']
     for key, cells in _groups(run):
         lines.append(f'* {len(cells)} x `{_md(key)}`: {", ".join(cells)}')
     lines += ['', '## Cell by cell', '',
@@ -362,6 +360,8 @@ def main(argv=None):
     p.add_argument('--baseline', help="MXNet's results (a --json file) to "
                    'compare with in the report')
     p.add_argument('--report', help='write the markdown report here')
+    p.add_argument('--load', help='report on these results (a --json file) '
+                   'instead of running the chapters')
     p.add_argument('-v', '--verbose', action='store_true',
                    help="print the cells' output to stderr")
     args = p.parse_args(argv)
@@ -376,6 +376,10 @@ def main(argv=None):
         if args.gpus_as_cpus else ', num_gpus() = 0') + (
         f', D2L_EPOCHS={args.epochs}' if args.epochs is not None else '')
     run = []
+    if args.load:
+        with open(args.load, encoding='utf-8') as f:
+            run = json.load(f)
+        chapters = []
     for chapter in chapters:
         cells = prepare(chapter, read_chapter(args.src, chapter, args.commit),
                         args.epochs)
