@@ -62,15 +62,15 @@ rewriting the one line listed in :data:`EPOCH_LINES`.  Without it the chapters r
 as written.  The report says which was used.
 """
 import argparse
-import json
 import os
 import re
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+import chapter_cells  # noqa: E402  (tools/chapter_cells.py, shared)
 
 CHAPTERS = [
     'chapter_prerequisite/ndarray.md',
@@ -156,25 +156,8 @@ EPOCH_LINES = {
         r'^(\s*for epoch in range\()(\d+)(\):)$',
 }
 
-_BLOCK = re.compile(r'^```\{\.python \.input[^}]*\}\s*\n(.*?)^```\s*$',
-                    re.S | re.M)
-
-
-def extract_blocks(markdown):
-    """The source of each ```{.python .input} block, in order."""
-    return [m.group(1) for m in _BLOCK.finditer(markdown)]
-
-
-def _strip_jupyter(code):
-    """Drop IPython magics and shell escapes (not Python).
-
-    Only at the start of a line: an indented ``% (a, b)`` is the second
-    line of a Python string formatting, not a magic.
-    """
-    lines = []
-    for line in code.splitlines():
-        lines.append('' if line.startswith(('%', '!')) else line)
-    return '\n'.join(lines) + '\n'
+extract_blocks = chapter_cells.extract_blocks
+_strip_jupyter = chapter_cells.strip_jupyter
 
 
 def prepare(chapter, markdown, epochs=None):
@@ -186,84 +169,9 @@ def prepare(chapter, markdown, epochs=None):
     return blocks
 
 
-# The child: runs the blocks in one namespace and writes one JSON line per
-# block to stdout's last line.  It is given its input on stdin.
-_CHILD = r'''
-import json, sys, time, traceback
-spec = json.load(sys.stdin)
-import matplotlib
-matplotlib.use('Agg')
-import d2lmini, d2lmini.d2l.classic
-sys.modules['mxnet'] = d2lmini
-sys.modules['d2lzh'] = d2lmini.d2l.classic
-for sub in ('ndarray', 'autograd', 'gluon', 'init', 'initializer',
-            'optimizer', 'context', 'engine'):
-    try:
-        mod = __import__('d2lmini.' + sub, fromlist=['_'])
-    except ImportError:
-        continue
-    sys.modules['mxnet.' + sub] = mod
-import d2lmini.gluon as _g
-for sub in ('nn', 'loss', 'data', 'utils', 'parameter', 'trainer', 'block'):
-    if hasattr(_g, sub):
-        mod = getattr(_g, sub)
-        sys.modules['mxnet.gluon.' + sub] = mod
-if spec.get('gpus_as_cpus'):
-    import d2lmini.context as _ctx
-    _real_gpu, _n = _ctx.gpu, spec['gpus_as_cpus']
-
-    def _gpu(device_id=0):
-        return _ctx.cpu(device_id) if device_id < _n else _real_gpu(device_id)
-    _ctx.gpu = d2lmini.gpu = _gpu
-import ast
-ns = {'__name__': '__main__'}
-results = []
-
-
-def run_block(code, name):
-    """exec the block; a last bare expression is shown, as Jupyter does."""
-    tree = ast.parse(code, name)
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    exec(compile(tree, name, 'exec'), ns)
-    if last is not None:
-        value = eval(compile(ast.Expression(last.value), name, 'eval'), ns)
-        if value is not None:
-            print('Out: ' + repr(value), flush=True)
-
-
-for i, code in enumerate(spec['blocks'], 1):
-    t0 = time.time()
-    print(f'--- block {i}', flush=True)
-    try:
-        run_block(code, f'<block {i}>')
-        res = {'block': i, 'ok': True}
-    except BaseException as e:
-        res = {'block': i, 'ok': False, 'type': type(e).__name__,
-               'mro': [c.__name__ for c in type(e).__mro__],
-               'error': str(e).strip().splitlines()[0][:300] if str(e).strip() else '',
-               'trace': traceback.format_exc()[-2000:]}
-    res['seconds'] = round(time.time() - t0, 2)
-    results.append(res)
-    exp = spec['expected'].get(str(i))
-    if not res['ok'] and not (exp and exp in res['mro']):
-        break
-try:
-    d2lmini.waitall()
-except BaseException as e:
-    results.append({'block': 'waitall', 'ok': False, 'type': type(e).__name__,
-                    'mro': [], 'error': str(e)[:300], 'seconds': 0})
-sys.stdout.flush()
-print('@@RESULT@@' + json.dumps(results), flush=True)
-'''
-
-
-def _shared_data():
-    """``shared/data/fashion-mnist`` next to the checkout or one level up."""
-    for up in (os.path.dirname(REPO), os.path.dirname(os.path.dirname(REPO))):
-        path = os.path.join(up, 'shared', 'data', 'fashion-mnist')
-        if os.path.isdir(path):
-            return path
-    return None
+# What the child process is told: ``mxnet`` (and ``mxnet.<sub>``) is
+# d2lmini, ``d2lzh`` the first edition's helpers.
+ALIASES = {'mxnet': 'd2lmini', 'd2lzh': 'd2lmini.d2l.classic'}
 
 
 def run_chapter(src, chapter, timeout, epochs=None, verbose=False, gpus_as_cpus=0):
@@ -274,27 +182,14 @@ def run_chapter(src, chapter, timeout, epochs=None, verbose=False, gpus_as_cpus=
     env = dict(os.environ)
     env['PYTHONPATH'] = REPO + os.pathsep + env.get('PYTHONPATH', '')
     env.setdefault('MPLBACKEND', 'Agg')
-    if 'D2LMINI_DATA' not in env and _shared_data():
-        env['D2LMINI_DATA'] = _shared_data()
-    t0 = time.time()
-    try:
-        proc = subprocess.run(
-            [sys.executable, '-c', _CHILD], input=json.dumps(
-                {'blocks': blocks, 'expected': expected,
-                                     'gpus_as_cpus': gpus_as_cpus}),
-            capture_output=True, text=True, timeout=timeout, env=env,
-            cwd=os.path.join(src, os.path.dirname(chapter)))
-        out, err, rc = proc.stdout, proc.stderr, proc.returncode
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or '')
-        err, rc = f'timeout after {timeout} s', None
-    wall = time.time() - t0
-    results = None
-    for line in out.splitlines():
-        if line.startswith('@@RESULT@@'):
-            results = json.loads(line[len('@@RESULT@@'):])
-    if verbose:
-        print(out.replace('@@RESULT@@', '# '), file=sys.stderr)
+    data = chapter_cells.shared_data(REPO)
+    if 'D2LMINI_DATA' not in env and data:
+        env['D2LMINI_DATA'] = data
+    spec = {'expected': expected, 'aliases': ALIASES,
+            'gpus_as_cpus': gpus_as_cpus}
+    results, out, err, rc, wall = chapter_cells.run_cells(
+        blocks, os.path.join(src, os.path.dirname(chapter)), timeout, spec,
+        env=env, verbose=verbose)
     row = summarize(chapter, blocks, results, out, err, rc, wall, table)
     row['printed'] = [l for l in out.splitlines()
                       if not l.startswith(('--- block ', '@@RESULT@@'))]
@@ -339,19 +234,10 @@ def summarize(chapter, blocks, results, out, err, rc, wall, expected=None):
     return row
 
 
-def _git_head():
-    try:
-        out = subprocess.run(['git', '-C', REPO, 'log', '-1', '--format=%h %s'],
-                             capture_output=True, text=True, timeout=30)
-        return out.stdout.strip() or '(not a git checkout)'
-    except (OSError, subprocess.SubprocessError):
-        return '(not a git checkout)'
-
-
 def write_report(path, rows, args):
     gpus = getattr(args, 'gpus_as_cpus', 0)
     lines = ['# The classic d2l chapters on d2lmini', '',
-             f'd2lmini: `{REPO}` at `{_git_head()}`.', '',
+             f'd2lmini: `{REPO}` at `{chapter_cells.git_head(REPO)}`.', '',
              f'Measured with `python tools/classic_chapters/run.py` on '
              f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, '
              f'CPU only ({os.cpu_count()} cores), '
