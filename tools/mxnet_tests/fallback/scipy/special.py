@@ -35,11 +35,12 @@ def _psi(v):
     if v < 0:                                # reflection: psi(1-x) - psi(x) = pi cot(pi x)
         return _psi(1 - v) - math.pi / math.tan(math.pi * v)
     acc = 0.0
-    while v < 6:                             # recurrence psi(x) = psi(x+1) - 1/x
+    while v < 10:                            # recurrence psi(x) = psi(x+1) - 1/x
         acc -= 1 / v
         v += 1
-    inv2 = 1 / (v * v)                       # asymptotic series, error < 1e-12 for x >= 6
-    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240))))
+    inv2 = 1 / (v * v)                       # asymptotic series, error < 1e-14 for x >= 10
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
+        1 / 240 - inv2 / 132))))
     return acc + math.log(v) - 0.5 / v - series
 
 
