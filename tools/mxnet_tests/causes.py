@@ -69,12 +69,13 @@ _RULES = [
     (r'NotImplementedError:?\s*(.*)',
      lambda m: ('NotImplementedError', _short(m[1]))),
     (r'exceeds tolerance', lambda m: ('values differ beyond tolerance', '')),
+    (r'\.shape = .* are not equal|\bassert .*\bshape|(?i:shape mismatch)'
+     r'|operands could not be broadcast',
+     lambda m: ('shape mismatch', '')),
+    (r'\bassert .*\bdtype\b|(?i:dtype mismatch)',
+     lambda m: ('dtype mismatch', '')),
     (r'Items are not equal|Arrays are not equal|array_equal|assert_equal',
      lambda m: ('values not equal (exact comparison)', '')),
-    (r'(?i)assert.*dtype|dtype.*(?:mismatch|!=|==)',
-     lambda m: ('dtype mismatch', '')),
-    (r'(?i)assert.*shape|shape.*(?:mismatch|!=|==)|operands could not be broadcast',
-     lambda m: ('shape mismatch', '')),
     (r'DID NOT RAISE|did not raise|Should have failed',
      lambda m: ('expected an error, none raised', _short(m.string, 60))),
     (r'^AssertionError:?\s*(.*)',
@@ -82,7 +83,7 @@ _RULES = [
     (r'^([\w.]*(?:Error|Exception|Warning)):?\s*(.*)',
      lambda m: (f'`{m[1].rsplit(".", 1)[-1]}` raised', _short(m[2]))),
 ]
-_RULES = [(re.compile(p, re.S), f) for p, f in _RULES]
+_RULES = [(re.compile(p), f) for p, f in _RULES]
 
 
 def _short(text, width=80):
@@ -94,8 +95,14 @@ def _short(text, width=80):
 
 
 def classify(reason):
-    """(cause, name) for a test's failure reason; name may be ''."""
+    """(cause, name) for a test's failure reason; name may be ''.
+
+    Reads the reason's first three non-empty lines as one (an
+    AssertionError's message starts on its second line; the arrays that
+    follow it would mislead the dtype and shape rules)."""
     text = re.sub(r'^\[(setup|teardown)\] ', '', (reason or '').strip())
+    text = ' '.join([ln.strip() for ln in text.splitlines() if ln.strip()][:3])
+    text = re.split(r' (?:ACTUAL|DESIRED|x|y): ', text)[0]     # numpy.testing's arrays
     for pattern, make in _RULES:
         m = pattern.search(text)
         if m:

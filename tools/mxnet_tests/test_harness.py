@@ -445,6 +445,11 @@ def test_failure_causes():
     assert c('AssertionError: Error 3.5 exceeds tolerance rtol=1e-4')[0] == \
         'values differ beyond tolerance'
     assert c("assert dtype('float32') == dtype('float64')")[0] == 'dtype mismatch'
+    # numpy.testing's arrays after the message do not count (dtype=float32)
+    assert c('AssertionError: \nItems are not equal:\n ACTUAL: array([1.], dtype=float32)'
+             )[0] == 'values not equal (exact comparison)'
+    assert c('AssertionError: \nItems are not equal:\n a.shape = (1,) and b.shape = (1, 1) '
+             'are not equal\n ACTUAL: array([1.], dtype=float32)')[0] == 'shape mismatch'
     assert c('TestTimeout: test ran longer than 60 s (harness timeout)')[0] == \
         'ran past the per-test timeout'
     assert c('[setup] ValueError: bad x')[0] == '`ValueError` raised'
