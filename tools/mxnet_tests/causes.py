@@ -30,6 +30,9 @@ def mx_name(module):
 def _missing(module, attr):
     """The cause of ``module.attr`` being absent."""
     module = mx_name(module)
+    if module in ('mx.nd', 'mx.sym') and attr in ('np', 'npx'):
+        mode = 'symbolic: hybridized' if module == 'mx.sym' else 'imperative'
+        return f'`F.np` / `F.npx` missing ({mode} HybridBlock)', f'{module}.{attr}'
     if module.startswith('mx.sym.') or module == 'mx.sym':
         return f'`{module}.<name>` missing (F in a hybridized block: symbolic mode)', attr
     if module.startswith('mx.nd.') or module == 'mx.nd':

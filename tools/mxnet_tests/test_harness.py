@@ -437,6 +437,8 @@ def test_failure_causes():
     cause, name = c("AttributeError: module 'd2lmini.symbol.numpy' has no attribute 'tril'")
     assert cause.startswith('`mx.sym.np.<name>` missing') and 'symbolic' in cause
     assert name == 'tril'
+    assert c("AttributeError: module 'd2lmini.ndarray' has no attribute 'np'") == \
+        ('`F.np` / `F.npx` missing (imperative HybridBlock)', 'mx.nd.np')
     assert c("AttributeError: 'ndarray' object has no attribute 'tolist'") == \
         ('`mx.np.ndarray` attribute/method missing', 'tolist')
     assert c("TypeError: einsum() got an unexpected keyword argument 'optimize'") == \
