@@ -6,7 +6,9 @@
 Tests the d2lmini importable from the CURRENT DIRECTORY (run it from your
 worktree root to test your copy). DIR holds MXNet's sources with
 ``tests/python/unittest/`` (default /tmp/mx191). FILEs default to the ten
-files of issue 15 plus the two KVStore files of issue 7. Each file runs in its own pytest process, with the
+files of issue 15, the two KVStore files of issue 7, the five symbolic-API
+files of issue 10 and the three mx.np files of issue 27 (``--numpy``: only
+those). Each file runs in its own pytest process, with the
 harness plugin (shim/_mxnet_harness.py) loaded and shim/ first on
 PYTHONPATH; a process that dies or hangs is restarted after the test it was
 running, which is reported as crashed. See README.md.
@@ -28,6 +30,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIM = os.path.join(HERE, 'shim')
 sys.path.insert(0, HERE)
+import causes  # noqa: E402
 import scope  # noqa: E402
 
 DEFAULT_FILES = ['test_autograd.py', 'test_ndarray.py', 'test_gluon.py',
@@ -37,6 +40,9 @@ DEFAULT_FILES = ['test_autograd.py', 'test_ndarray.py', 'test_gluon.py',
                  'test_kvstore.py', 'test_kvstore_custom.py',
                  'test_symbol.py', 'test_executor.py', 'test_module.py',
                  'test_io.py', 'test_metric.py']
+# Issue 27: mx.np / npx and Gluon in NumPy mode (``--numpy`` runs only these).
+NUMPY_FILES = ['test_numpy_ndarray.py', 'test_numpy_gluon.py', 'test_numpy_op.py']
+DEFAULT_FILES += NUMPY_FILES
 
 
 def find_d2lmini(cwd):
@@ -241,6 +247,8 @@ def normalise(reason, lines=1):
 
 def command_line(args):
     parts = ['python tools/mxnet_tests/run.py', *args.files]
+    if args.numpy and args.files == NUMPY_FILES:
+        parts[1:] = ['--numpy']
     if args.k:
         parts += ['-k', repr(args.k)]
     if args.dense_only:
@@ -263,13 +271,14 @@ def build_report(per_file, statics, args, root, elapsed, mxnet_dir):
                  'these counts are NOT the measure.**'] if args.dense_only else []),
              '',
              'In scope = not listed in `scope.py` (out of scope: sparse storage, '
-             'mx.np, contrib, mx.image, the model zoo, ...). "not run" = tests in the file that '
+             'contrib, DLPack, mx.image, the model zoo, ...). "not run" = tests in the file that '
              'produced no result (collection error, deselected by -k, ...).', '',
              '| file | tests | passed | failed | skipped | not run | in-scope passed '
              '| in-scope failed | out-of-scope passed/failed/skipped |',
              '|---|---:|---:|---:|---:|---:|---:|---:|---|']
     totals = collections.Counter()
     in_scope_fail = collections.defaultdict(list)
+    in_scope_raw = {}
     by_file_fail = collections.defaultdict(list)
     for fname, (outcomes, collect_errors, crashed) in per_file.items():
         c = collections.Counter()
@@ -283,6 +292,7 @@ def build_report(per_file, statics, args, root, elapsed, mxnet_dir):
                 c['in ' + outcome] += 1
                 if outcome == 'failed':
                     in_scope_fail[normalise(reason)].append(node)
+                    in_scope_raw[node] = reason
                     by_file_fail[fname].append((node, normalise(reason, 3)))
             else:
                 c['out ' + outcome] += 1
@@ -307,6 +317,10 @@ def build_report(per_file, statics, args, root, elapsed, mxnet_dir):
         lines += ['## Crashed or hung tests (process restarted after them)', '']
         lines += [f'- `{n}`' for n in crashed]
         lines.append('')
+    lines += [f'## In-scope failures by cause ({len(in_scope_raw)})', '',
+              'Each failing test counted once, under the first failure it hit '
+              '(causes.py reads the reasons below).', '',
+              *causes.table(in_scope_raw), '']
     lines += [f'## In-scope failures by reason ({sum(map(len, in_scope_fail.values()))})', '']
     for reason, nodes in sorted(in_scope_fail.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         lines.append(f'- **{len(nodes)}** × `{reason}`')
@@ -371,8 +385,12 @@ def main(argv=None):
     ap.add_argument('--dense-only', action='store_true',
                     help="skip compare_optimizer's sparse comparisons (to see "
                          "the dense part of partly-in-scope tests; not the measure)")
+    ap.add_argument('--numpy', action='store_true',
+                    help='run the mx.np files of issue 27 only: ' + ', '.join(NUMPY_FILES))
     ap.add_argument('files', nargs='*', help='test_x.py or test_x.py::test_name')
     args = ap.parse_args(argv)
+    if args.numpy:
+        args.files = args.files + NUMPY_FILES
     root = find_d2lmini(os.getcwd())
     selections = collections.OrderedDict()
     for spec in args.files or DEFAULT_FILES:

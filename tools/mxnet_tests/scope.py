@@ -1,6 +1,6 @@
 """Which upstream tests exercise what d2lmini leaves out of scope.
 
-Issue 15 left out: sparse storage, ``mx.np``/``npx``, contrib, DLPack,
+Issue 15 left out: sparse storage, ``mx.np``/``npx`` (in since issue 27), contrib, DLPack,
 ``mx.image``, the model zoo (course), Symbol/``mx.sym``, Module, ``mx.io``,
 ``mx.metric`` and hybridize-to-symbol export, plus GPU-only tests.  The
 KVStore came into scope with issue 7 (``mx.kv``): its tests are listed only
@@ -8,7 +8,12 @@ where they need row_sparse storage or gradient compression.  Issue 10
 brought in the symbolic API (``mx.sym``, executors, Module, ``mx.io``,
 ``mx.metric``, hybridize/export/SymbolBlock): listed now are only what
 it does not include (``autograd.get_symbol``, ``nd.CachedOp``, operator
-hooks) and tests that also need the model zoo or sparse storage. Each test below was classified by READING it (not by
+hooks) and tests that also need the model zoo or sparse storage. Issue 27
+brought in ``mx.np``/``npx`` and Gluon in NumPy mode: the tests that were out
+only for using them are in scope, as are test_numpy_ndarray.py,
+test_numpy_gluon.py and test_numpy_op.py (none of their tests uses sparse
+storage, contrib, DLPack or a GPU; the one listed reads MXNet's C++ operator
+registry). Each test below was classified by READING it (not by
 whether it fails): it is listed when it cannot pass without one of those
 features. Everything not listed is in scope: d2lmini must pass it.
 
@@ -21,7 +26,6 @@ Keys are ``file::test`` node ids relative to tests/python/unittest.
 """
 
 SPARSE = 'sparse storage'
-NP = 'mx.np / numpy semantics'
 CONTRIB = 'contrib'
 DLPACK = 'DLPack'
 IMAGE = 'mx.image / recordio'
@@ -30,6 +34,7 @@ KV = 'KVStore'
 SYM = 'Symbol / mx.sym'
 MODULE = 'Module + mx.io + mx.metric'
 IO = 'mx.io'
+OPREG = "MXNet's C++ operator registry"
 NET = 'network download'
 
 OUT_OF_SCOPE = {
@@ -46,7 +51,6 @@ OUT_OF_SCOPE = {
     'test_ndarray.py::test_ndarray_is_inf': f'{CONTRIB}: nd.contrib.isinf',
     'test_ndarray.py::test_ndarray_is_finite': f'{CONTRIB}: nd.contrib.isfinite',
     'test_ndarray.py::test_ndarray_is_nan': f'{CONTRIB}: nd.contrib.isnan',
-    'test_ndarray.py::test_save_load_scalar_zero_size_ndarrays': f'{NP}: nd.save/load under mx.np_shape',
     # ---- test_gluon.py
     'test_gluon.py::test_sparse_parameter': f'{SPARSE}: row_sparse Parameter',
     'test_gluon.py::test_parameter_invalid_access': f'{SPARSE}: row_sparse Parameter access rules',
@@ -58,7 +62,6 @@ OUT_OF_SCOPE = {
     # a sparse_grad Embedding in a HybridBlock, is the one collected.)
     'test_gluon.py::test_sparse_hybrid_block': f'{SPARSE}: row_sparse parameter / sparse_grad in a HybridBlock',
     'test_gluon.py::test_sync_batchnorm': f'{CONTRIB}: contrib.nn.SyncBatchNorm on GPUs',
-    'test_gluon.py::test_split_data_np': f'{NP}: mx.np arrays, @use_np',
     'test_gluon.py::test_global_norm_clip': f'{SPARSE}: clip_global_norm over default and row_sparse (tostype)',
     'test_gluon.py::test_embedding': f'{SPARSE}: Embedding(sparse_grad=True) gradient is row_sparse (.data)',
     'test_gluon.py::test_export': f'{ZOO}, export, Module, mx.io',
@@ -75,7 +78,6 @@ OUT_OF_SCOPE = {
     'test_gluon.py::test_summary': f'{ZOO}: resnet50_v1, gluon.rnn.LSTM',
     'test_gluon.py::test_sparse_hybrid_block_grad': f'{SPARSE}: sparse_grad Embedding in a HybridBlock',
     'test_gluon.py::test_concat': f'{CONTRIB}: gluon.contrib.nn.HybridConcurrent',
-    'test_gluon.py::test_np_shape_parameters': f'{NP}: mx.np_shape',
     'test_gluon.py::test_split_and_load': f'{SPARSE}: split_and_load of a CSRNDArray (scipy)',
     # ---- test_gluon_trainer.py
     'test_gluon_trainer.py::test_multi_trainer': f'{SPARSE}: row_sparse Parameter with two Trainers',
@@ -113,7 +115,6 @@ OUT_OF_SCOPE = {
     'test_symbol.py::test_eliminate_common_expr': f'{SYM}: common-subexpression elimination (Executor.get_optimized_symbol)',
     'test_symbol.py::test_gen_atomic_symbol_multiple_outputs': f'{SYM}: the RNN operator',
     'test_symbol.py::test_zero_prop2': f'{SYM}: the batch_take operator',
-    'test_symbol.py::test_load_save_symbol': f'{NP}: util.np_shape',
     'test_io.py::test_LibSVMIter': f'{SPARSE}: LibSVMIter yields csr batches',
     'test_io.py::test_NDArrayIter_csr': f'{SPARSE}: NDArrayIter over csr arrays',
     'test_io.py::test_MNISTIter': f'{IMAGE}: the C++ MNISTIter and its download helper',
@@ -131,8 +132,9 @@ OUT_OF_SCOPE = {
     'test_module.py::test_monitor': f'{MODULE}: mx.mon.Monitor',
     # ---- test_exc_handling.py
     'test_exc_handling.py::test_opencv_exception': f'{IMAGE}: mx.image.imresize',
-    'test_exc_handling.py::test_np_reshape_exception': f'{NP}: mx.np.reshape',
-    'test_exc_handling.py::test_np_random_incorrect_named_arguments': f'{NP}: mx.np.random, @use_np',
+    # ---- test_numpy_op.py (issue 27)
+    'test_numpy_op.py::test_np_builtin_op_signature': f'{OPREG}: operator.get_all_registered_operators, '
+        'numpy_op_signature._get_builtin_op and _numpy_op_doc (the C++ _np_* ops and their doc stubs)',
 }
 
 # Out-of-scope tests that also check something issue 15 asks for.

@@ -337,3 +337,128 @@ def test_runner_survives_a_crash_and_a_timeout(tmp_path):
         'failed', 'CRASHED: test process died (exit status 3); the harness went on after it']
     assert 'TestTimeout' in got['test_fake.py::test_slow'][1]
     assert 'd2lmini lacks mxnet.base.NoSuchThing' in got['test_fake.py::test_missing'][1]
+
+
+# ------------------------------------- mx.np tests' helpers (issue 27)
+
+def test_chi_square_generator_checks():
+    buckets, probs = tu.gen_buckets_probs_with_ppf(lambda q: 2 + 4 * q, 4)
+    assert buckets == [(2.0, 3.0), (3.0, 4.0), (4.0, 5.0), (5.0, 6.0)]
+    assert probs == [0.25] * 4
+    rng = np.random.default_rng(0)
+    good = lambda n: rng.uniform(2, 6, n)                         # noqa: E731
+    biased = lambda n: np.sqrt(rng.uniform(4, 36, n))              # noqa: E731
+    assert len(tu.verify_generator(good, buckets, probs, nsamples=20000, nrepeat=5)) == 5
+    with pytest.raises(AssertionError, match='Generator test fails'):
+        tu.verify_generator(biased, buckets, probs, nsamples=20000, nrepeat=5)
+    # discrete buckets: the values themselves
+    p, obs, _ = tu.chi_square_check(lambda n: rng.integers(0, 3, n), [0, 1, 2],
+                                    [1 / 3] * 3, nsamples=3000)
+    assert obs.sum() == 3000 and 0 <= p <= 1
+
+
+def test_chisquare_p_value_and_special_functions_against_torch():
+    torch = pytest.importorskip('torch')
+    import scipy.special as sp
+    import scipy.stats as ss
+    f64 = lambda v: torch.tensor(v, dtype=torch.float64)           # noqa: E731
+    for obs in ([10, 20, 30, 40], [24, 26, 25, 25], [0, 0, 100, 0, 0, 0, 0, 0]):
+        k = len(obs)
+        stat, p = ss.chisquare(obs, [sum(obs) / k] * k)
+        want = torch.special.gammaincc(f64(k / 2 - 0.5), f64(stat / 2)).item()
+        assert p == pytest.approx(want, rel=1e-9, abs=1e-300)
+    x = np.array([-0.95, -0.3, 0.0, 0.4, 0.99])
+    np.testing.assert_allclose(sp.erf(x), torch.erf(f64(x)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(sp.erfinv(x), torch.erfinv(f64(x)).numpy(), rtol=1e-9)
+    y = np.array([-2.5, -0.5, 0.3, 1.0, 4.7, 30.0])
+    np.testing.assert_allclose(sp.gammaln(y), torch.lgamma(f64(y)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(sp.psi(y), torch.digamma(f64(y)).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(sp.gamma(y), np.exp(torch.lgamma(f64(y)).numpy())
+                               * np.sign(sp.gamma(y)), rtol=1e-10)
+    assert sp.erf(np.ones(2, np.float32)).dtype == np.float32
+    np.testing.assert_allclose(ss.uniform.ppf([0, 0.5], loc=2, scale=4), [2, 4])
+    np.testing.assert_allclose(ss.uniform.cdf([1, 3, 7], 2, 4), [0, 0.25, 1])
+
+
+def test_matrices_with_real_eigenvalues():
+    a = tu.new_matrix_with_real_eigvals_nd((2, 3, 4, 4))
+    assert a.shape == (2, 3, 4, 4)
+    eig = np.linalg.eigvals(a)
+    assert np.abs(eig.imag).max() < 1e-8 and np.abs(eig.real).max() < 10 + 1e-8
+    s = tu.new_sym_matrix_with_real_eigvals_nd((3, 5, 5))
+    np.testing.assert_allclose(s, np.swapaxes(s, -1, -2), atol=1e-12)
+    assert np.abs(np.linalg.eigvalsh(s)).max() < 10 + 1e-8
+
+
+def test_collapse_sum_like_inverts_broadcasting():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(tu.collapse_sum_like(a, (3, 1)), a.sum(axis=(0, 2))[:, None])
+    np.testing.assert_array_equal(tu.collapse_sum_like(a, (1, 3, 4)), a.sum(axis=0, keepdims=True))
+    assert tu.collapse_sum_like(a, (0, 4)).shape == (0, 4)
+
+
+def test_use_np_falls_back_to_set_np_or_fails_the_test(monkeypatch):
+    import types
+    import _mxnet_test_utils_np as tnp
+
+    class Block:
+        pass
+    # a d2lmini without util.use_np, and first without npx either
+    monkeypatch.setitem(sys.modules, 'd2lmini.util', types.SimpleNamespace())
+    fake_mx = types.SimpleNamespace(util=types.SimpleNamespace())
+    monkeypatch.setattr(tnp, 'mx', fake_mx)
+    assert tnp.use_np(Block) is Block
+    with pytest.raises(ImportError, match='lacks mxnet.util.use_np'):
+        tnp.use_np(lambda: 1)()
+    calls = []
+    fake_mx.npx = types.SimpleNamespace(set_np=lambda **kw: calls.append('set'),
+                                        reset_np=lambda: calls.append('reset'))
+    assert tnp.use_np(lambda x: x + 1)(1) == 2
+    assert calls == ['set', 'reset']
+
+
+@pytest.mark.skipif(not hasattr(mx, 'np'), reason='d2lmini has no mx.np yet')
+def test_check_gluon_hybridize_consistency():
+    def builder(prefix):
+        return mx.gluon.nn.Dense(3, in_units=4, prefix=prefix)
+    x = mx.np.array(np.random.uniform(size=(2, 4)).astype(np.float32))
+    tu.check_gluon_hybridize_consistency(builder, [x])
+
+
+def test_failure_causes():
+    sys.path.insert(0, HERE)
+    import causes
+    c = causes.classify
+    assert c("AttributeError: module 'd2lmini.numpy' has no attribute 'pad'") == \
+        ('`mx.np.<name>` missing', 'pad')
+    assert c("AttributeError: module 'd2lmini.numpy.random' has no attribute 'gamma'") == \
+        ('`mx.np.random.<name>` missing', 'gamma')
+    assert c("_mxnet_harness.MissingInD2lmini: d2lmini lacks mxnet.npx.erf (module "
+             "mxnet.npx)") == ('`mx.npx.<name>` missing', 'erf')
+    cause, name = c("AttributeError: module 'd2lmini.symbol.numpy' has no attribute 'tril'")
+    assert cause.startswith('`mx.sym.np.<name>` missing') and 'symbolic' in cause
+    assert name == 'tril'
+    assert c("AttributeError: module 'd2lmini.ndarray' has no attribute 'np'") == \
+        ('`F.np` / `F.npx` missing (imperative HybridBlock)', 'mx.nd.np')
+    assert c("AttributeError: 'ndarray' object has no attribute 'tolist'") == \
+        ('`mx.np.ndarray` attribute/method missing', 'tolist')
+    assert c("TypeError: einsum() got an unexpected keyword argument 'optimize'") == \
+        ('keyword argument not supported', 'einsum(optimize=)')
+    assert c('AssertionError: \nItems are not equal:\n')[0] == 'values not equal (exact comparison)'
+    assert c('AssertionError: Error 3.5 exceeds tolerance rtol=1e-4')[0] == \
+        'values differ beyond tolerance'
+    assert c("assert dtype('float32') == dtype('float64')")[0] == 'dtype mismatch'
+    # numpy.testing's arrays after the message do not count (dtype=float32)
+    assert c('AssertionError: \nItems are not equal:\n ACTUAL: array([1.], dtype=float32)'
+             )[0] == 'values not equal (exact comparison)'
+    assert c('AssertionError: \nItems are not equal:\n a.shape = (1,) and b.shape = (1, 1) '
+             'are not equal\n ACTUAL: array([1.], dtype=float32)')[0] == 'shape mismatch'
+    assert c('TestTimeout: test ran longer than 60 s (harness timeout)')[0] == \
+        'ran past the per-test timeout'
+    assert c('[setup] ValueError: bad x')[0] == '`ValueError` raised'
+    lines = causes.table({'a': "AttributeError: module 'd2lmini.numpy' has no attribute 'pad'",
+                          'b': "AttributeError: module 'd2lmini.numpy' has no attribute 'pad'",
+                          'c': "AttributeError: module 'd2lmini.numpy' has no attribute 'tile'",
+                          'd': 'ZeroDivisionError: x'})
+    assert lines[2] == '| `mx.np.<name>` missing | 3 | `pad` (2), `tile` (1) |'
+    assert lines[-1] == '| **total** | 4 | |'
