@@ -40,6 +40,14 @@ def num_gpus():
         return 0
 
 
+def gpu_memory_info(device_id=0):
+    """``(free, total)`` bytes of memory on GPU ``device_id``."""
+    from .context import Context
+    check_context(Context('gpu', device_id))
+    with _cupy.cuda.Device(device_id):
+        return _cupy.cuda.runtime.memGetInfo()
+
+
 def nccl():
     """CuPy's NCCL bindings (``cupy.cuda.nccl``), or None where there is no
     CuPy, no GPU or no NCCL (``d2lmini.horovod`` then sums through the host)."""

@@ -48,6 +48,7 @@ import numpy as np
 
 from .. import initializer
 from .. import name as _name
+from .. import util as _util
 from .. import ndarray as nd
 from ..ndarray import NDArray
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
@@ -528,6 +529,23 @@ def _shape_str(args):
     return str(s)[1:-1] if isinstance(s, list) else str(s)
 
 
+def _np_mode():
+    return _util._FLAGS.np_array
+
+
+def _wrong_array_type(block, x):
+    """MXNet refuses a legacy NDArray in NumPy mode and an mx.np array
+    outside it (its operators are not the same); so does d2lmini."""
+    if _np_mode():
+        raise TypeError(
+            f'{type(block).__name__}: NumPy mode is on (npx.set_np()), so the block '
+            f'takes mx.np arrays, got an nd.NDArray {x.shape}; convert it with '
+            f'x.as_np_ndarray(), or call npx.reset_np() to use nd arrays')
+    raise TypeError(
+        f'{type(block).__name__}: got an mx.np array {x.shape} outside NumPy mode; '
+        f'call npx.set_np() first (or convert it with x.as_nd_ndarray())')
+
+
 class HybridBlock(Block):
     """A Block whose computation is ``hybrid_forward(F, x, *args, **params)``.
 
@@ -610,6 +628,8 @@ class HybridBlock(Block):
         """
         if isinstance(x, NDArray) and not args:     # the common case, kept cheap
             ctx, ctxs = x._ctx, (x._ctx,)
+            if (x.__class__ is NDArray) is _np_mode():
+                _wrong_array_type(self, x)
         elif _cg.has_symbol((x,) + args):
             if _cg.holds((x,) + args, NDArray):
                 raise ValueError(

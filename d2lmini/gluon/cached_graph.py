@@ -108,6 +108,10 @@ class CachedGraph:
                 [a._shape for a in arrays], [a._dtype for a in arrays], ctx,
                 training)
         outs = plan.launch(arrays)
+        cls = flat[0].__class__ if flat else NDArray
+        if cls is not NDArray:       # mx.np inputs give mx.np outputs, as invoke
+            for o in outs:
+                o.__class__ = cls
         if self.single:
             return outs[0]
         return regroup(outs, self.out_fmt)

@@ -33,6 +33,8 @@ from .. import initializer
 from .. import ndarray as nd
 from ..context import Context, cpu, current_context
 from ..engine import MXNetError
+from ..ndarray import NDArray
+from ..util import is_np_array
 
 __all__ = ['DeferredInitializationError', 'Parameter', 'Constant', 'ParameterDict',
            'tensor_types']
@@ -54,6 +56,22 @@ def _brief(names, limit=10):
 
 def _shape_known(shape):
     return shape is not None and all(d > 0 for d in shape)
+
+
+def _in_mode(arrays):
+    """Fresh arrays (copies made for a Parameter) as the class the current
+    mode makes: ``mx.np`` arrays after ``npx.set_np()``, ``nd`` ones after
+    ``npx.reset_np()``.  As in MXNet, the mode when the data is made
+    (initialize, load, reset_ctx) decides."""
+    cls = _np_ndarray() if is_np_array() else NDArray
+    for a in arrays:
+        a.__class__ = cls            # same layout: a pointer change
+    return arrays
+
+
+def _np_ndarray():
+    from ..numpy.multiarray import ndarray
+    return ndarray
 
 
 def _ctx_list(ctx):
@@ -318,8 +336,8 @@ class Parameter:
         self._ctx_list = list(ctx_list)
         self._ctx_map = {c: i for i, c in enumerate(self._ctx_list)}
         with autograd.pause():      # a fresh buffer per context, never an alias
-            self._data = [data.copyto(c).astype(self.dtype, copy=False)
-                          for c in self._ctx_list]
+            self._data = _in_mode([data.copyto(c).astype(self.dtype, copy=False)
+                                   for c in self._ctx_list])
         self._init_grad()
 
     def _init_grad(self):
@@ -328,6 +346,8 @@ class Parameter:
             return
         self._grad = [nd.zeros(d.shape, ctx=d.context, dtype=d.dtype)
                       for d in self._data]
+        for g, d in zip(self._grad, self._data):
+            g.__class__ = d.__class__       # np data, np gradients
         autograd.mark_variables(self._data, self._grad, self.grad_req)
 
     def _reduce(self, ctx=cpu(0)):

@@ -29,6 +29,17 @@ globals().update(random.TOP_LEVEL)          # nd.random_uniform, nd.uniform, ...
 del _family
 
 
+def __getattr__(name):
+    # ``nd.np``/``nd.npx`` are ``mx.np``/``mx.npx`` (MXNet's ``mx.nd.np``),
+    # so ``F.np.dot`` works in a hybrid_forward whose F is nd; loaded lazily
+    # (they import this package).
+    if name in ('np', 'npx'):
+        import importlib
+        return importlib.import_module('d2lmini.' + {'np': 'numpy',
+                                                     'npx': 'numpy_extension'}[name])
+    raise AttributeError(f"module 'd2lmini.ndarray' has no attribute '{name}'")
+
+
 def op_names():
     """Names of all registered operators."""
     return sorted(OPS)

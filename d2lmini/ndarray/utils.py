@@ -110,11 +110,12 @@ def _magic(values):
     return V3_MAGIC if any(not v.shape for v in values) else V2_MAGIC
 
 
-def dumps(data):
-    """The bytes :func:`save` writes for ``data`` (what ``load_frombuffer`` reads)."""
+def dumps(data, magic=None):
+    """The bytes :func:`save` writes for ``data`` (what ``load_frombuffer``
+    reads); ``magic=V3_MAGIC`` writes NumPy-shape records (``npx.save``)."""
     values, names = _check(data)
     out = [struct.pack('<QQQ', LIST_MAGIC, 0, len(values))]
-    magic = _magic(values)
+    magic = magic or _magic(values)
     for v in values:
         _pack_array(v, out, magic)
     names = names or []
@@ -137,7 +138,11 @@ def save(fname, data):
     >>> nd.load('x.params')['w'].shape
     (2, 3)
     """
-    blob = dumps(data)                     # every check before the file is touched
+    write_file(fname, dumps(data))         # every check before the file is touched
+
+
+def write_file(fname, blob):
+    """Write ``blob`` to ``fname`` through a temporary name renamed into place."""
     fname = os.fspath(fname)
     d, base = os.path.split(os.path.abspath(fname))
     tmp = os.path.join(d, f'.{base}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp')

@@ -34,6 +34,7 @@ import numpy as np
 from .. import name as _name
 from ..base import MXNetError
 from ..context import current_context
+from ..util import is_np_array
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json']
 
@@ -349,6 +350,11 @@ class Symbol:
         if name.startswith('_'):
             raise AttributeError(name)
         from . import ops
+        if is_np_array():                 # NumPy mode: mx.np.ndarray's methods
+            from .numpy import method
+            made = method(self, name)
+            if made is not None:
+                return made
         fn = ops.FLUENT.get(name)
         if fn is None:
             if name in ('shape', 'dtype', 'context', 'ctx', 'size', 'ndim'):
@@ -423,6 +429,8 @@ class Symbol:
         from . import ops
         if isinstance(other, Symbol):
             a, b = (other, self) if reverse else (self, other)
+            if is_np_array():             # NumPy mode: operators broadcast
+                op = _BROADCAST.get(op, op)
             return ops._make(op, [('lhs', a), ('rhs', b)], {}, hint=_HINT.get(op, op))
         if isinstance(other, (int, float, np.number, bool)):
             return ops._make(scalar_op, [(None, self)], {'scalar': float(other)},
@@ -583,6 +591,9 @@ class Symbol:
         return [(n, depth[id(n)]) for n in self._nodes()]
 
 
+_BROADCAST = {'elemwise_add': 'broadcast_add', 'elemwise_sub': 'broadcast_sub',
+              'elemwise_mul': 'broadcast_mul', 'elemwise_div': 'broadcast_div',
+              'power': 'broadcast_power'}
 _HINT = {'elemwise_add': '_plus', 'elemwise_sub': '_minus', 'elemwise_mul': '_mul',
          'elemwise_div': '_div', 'power': '_power', 'broadcast_mod': '_mod',
          'equal': '_equal', 'not_equal': '_not_equal', 'greater': '_greater',

@@ -41,6 +41,7 @@ import numpy as np
 from ...context import Context, cpu_pinned
 from ...ndarray.ndarray import NDArray, _make, array
 from .dataset import part_range
+from ...util import is_np_array
 
 __all__ = ['DataLoader', 'default_batchify_fn', 'default_mp_batchify_fn',
            'Sampler', 'SequentialSampler', 'RandomSampler', 'SplitSampler',
@@ -245,6 +246,15 @@ def default_mp_batchify_fn(data):
     return _to_context(default_batchify_fn(data), _CPU)
 
 
+def _as_np(batch):
+    """``batch`` (an NDArray or nested lists/tuples of them) as mx.np arrays."""
+    if isinstance(batch, NDArray):
+        return batch.as_np_ndarray()
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_as_np(b) for b in batch)
+    return batch
+
+
 def _to_context(batch, ctx):
     """``batch`` (an NDArray or nested lists/tuples of them) on ``ctx``."""
     if isinstance(batch, NDArray):
@@ -412,6 +422,9 @@ class DataLoader:
                              'not be specified if batch_sampler is specified.')
         self._batch_sampler = batch_sampler
         self._batchify_fn = batchify_fn
+        # As in MXNet, the mode when the loader is made decides: mx.np
+        # batches after npx.set_np() (the workers' threads have no flag).
+        self._np = is_np_array()
         self._num_workers = max(0, int(num_workers))
         self._prefetch = (2 * max(1, self._num_workers) if prefetch is None
                           else max(0, int(prefetch)))
@@ -452,6 +465,8 @@ class DataLoader:
                                self._prefetch)
         if self._pin_ctx is not None:
             it = (_to_context(b, self._pin_ctx) for b in it)
+        if self._np:
+            it = (_as_np(b) for b in it)
         return it
 
     def __iter__(self):

@@ -33,7 +33,9 @@ class Transform:
         from ....ndarray.ndarray import NDArray, array
         if isinstance(x, NDArray):
             out = self.forward(as_numpy(x))
-            return array(out, ctx=x.context, dtype=out.dtype)
+            out = array(out, ctx=x.context, dtype=out.dtype)
+            out.__class__ = x.__class__       # an mx.np image gives an mx.np one
+            return out
         return self.forward(np.asarray(x))
 
     def __repr__(self):
