@@ -256,10 +256,18 @@ def _run_backward(heads, head_grads, retain_graph, create_graph, wanted=None):
 
 
 def _nd_views(arrays, _nd):
-    """``nd.NDArray`` views of ``mx.np`` arrays (the same buffers)."""
-    return [a if a is None or a.__class__ is _nd.NDArray
-            or not isinstance(a, _nd.NDArray) else _nd._share(a, _nd.NDArray)
-            for a in arrays]
+    """``nd.NDArray`` views of ``mx.np`` arrays (the same buffers), which
+    stand for them in the graph: a formula asks ``_node`` whether an input
+    needs a gradient."""
+    views = []
+    for a in arrays:
+        if a is None or a.__class__ is _nd.NDArray or not isinstance(a, _nd.NDArray):
+            views.append(a)
+        else:
+            v = _nd._share(a, _nd.NDArray)
+            v._node = a._node
+            views.append(v)
+    return views
 
 
 def _accumulate(grads, a, g):
