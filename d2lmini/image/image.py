@@ -43,11 +43,9 @@ def _host(src):
 def _to_mx(out, like=None):
     """``out`` (NumPy) as the array type MXNet returns, on ``like``'s context."""
     from ..ndarray.ndarray import array
-    ctx = getattr(like, 'context', None) or getattr(like, 'ctx', None)
-    arr = array(out, ctx=ctx, dtype=out.dtype)
-    if is_np_array() and hasattr(arr, 'as_np_ndarray'):
-        return arr.as_np_ndarray()
-    return arr
+    from ..numpy import ndarray as np_ndarray
+    arr = array(out, ctx=getattr(like, 'context', None), dtype=out.dtype)
+    return arr.as_np_ndarray() if is_np_array() or isinstance(like, np_ndarray) else arr
 
 
 def _as_dtype(out, dtype):
