@@ -68,12 +68,29 @@ def _image_shape(name, src):
 
 # === decoding ===================================================================
 
+def _gray(rgb, png):
+    """Colour to gray as MXNet's decoders do it: libpng's 15-bit weights,
+    truncated, for a PNG; OpenCV's 14-bit ones, rounded, for the rest."""
+    r, g, b = (rgb[:, :, c].astype(np.int32) for c in range(3))
+    if png:
+        return ((r * 9798 + g * 19235 + b * 3735) >> 15).astype(np.uint8)
+    return ((r * 4899 + g * 9617 + b * 1868 + 8192) >> 14).astype(np.uint8)
+
+
 def _decode(data, flag, to_rgb, what):
     from PIL import Image, ImageOps, UnidentifiedImageError
     try:
         with Image.open(io.BytesIO(data)) as im:
+            png = im.format == 'PNG'
+            if flag == 0 and im.format == 'JPEG':
+                im.draft('L', im.size)            # libjpeg's own gray, as OpenCV
             im = ImageOps.exif_transpose(im)      # OpenCV honours the EXIF turn
-            pixels = np.asarray(im.convert('L' if flag == 0 else 'RGB'))
+            if flag == 0 and im.mode in ('1', 'L', 'I', 'I;16', 'F'):
+                pixels = np.asarray(im.convert('L'))
+            else:
+                pixels = np.asarray(im.convert('RGB'))
+                if flag == 0:
+                    pixels = _gray(pixels, png)
     except (UnidentifiedImageError, OSError, SyntaxError) as e:
         raise as_mxnet_error(ValueError(
             f'{what}: decoding failed, {len(data)} bytes are not an image '
