@@ -192,14 +192,14 @@ def _uniform(low, high, n=1):
 
 
 class _PerImage(Transform):
-    """A random transform: ``forward_one`` on each ``(H, W, C)`` image."""
+    """A random transform: ``_forward_one`` on each ``(H, W, C)`` image."""
     batchable = False
 
     def forward(self, x):
         _check_image(type(self).__name__, x)
         if x.ndim == 4:
-            return np.stack([self.forward_one(img) for img in x])
-        return self.forward_one(x)
+            return np.stack([self._forward_one(img) for img in x])
+        return self._forward_one(x)
 
 
 class CenterCrop(_PerImage):
@@ -209,7 +209,7 @@ class CenterCrop(_PerImage):
         self._size = (size, size) if isinstance(size, int) else tuple(size)
         self._interpolation = interpolation
 
-    def forward_one(self, x):
+    def _forward_one(self, x):
         from .... import image
         return image.center_crop(x, self._size, self._interpolation)[0].asnumpy()
 
@@ -223,7 +223,7 @@ class RandomResizedCrop(_PerImage):
         self._size = (size, size) if isinstance(size, int) else tuple(size)
         self._args = (self._size, scale, ratio, interpolation)
 
-    def forward_one(self, x):
+    def _forward_one(self, x):
         from .... import image
         return image.random_size_crop(x, *self._args)[0].asnumpy()
 
@@ -232,7 +232,7 @@ class RandomFlipLeftRight(_PerImage):
     """Mirror left-right with probability 1/2."""
     _axis = 1
 
-    def forward_one(self, x):
+    def _forward_one(self, x):
         return np.flip(x, self._axis).copy() if _uniform(0, 1)[0] < 0.5 else x
 
 
@@ -307,7 +307,7 @@ class _Jitter(_PerImage):
         v = self._amounts[name]
         return (-v, v) if name == 'hue' else (max(0.0, 1 - v), 1 + v)
 
-    def forward_one(self, x):
+    def _forward_one(self, x):
         names = [n for n, v in self._amounts.items() if v > 0]
         if len(names) > 1:                          # a random order each call
             names = [names[i] for i in np.argsort(_uniform(0, 1, len(names)))]
@@ -369,7 +369,7 @@ class RandomLighting(_PerImage):
     def __init__(self, alpha):
         self._alpha = alpha
 
-    def forward_one(self, x):
+    def _forward_one(self, x):
         from ....ndarray import random
         a = random.normal(0, self._alpha, shape=(3,)).asnumpy()
         return _saturate(x + (self._EIGVEC @ (a * self._EIGVAL)), x.dtype)
