@@ -10,15 +10,21 @@ the DataLoader runs them once per batch (``batchable = True``)::
     mnist_train = FashionMNIST(train=True).transform_first(trans)
 
 They are plain callables, not Blocks: the work is NumPy on the host, done by
-the loader's threads.
+the loader's threads.  The random ones (flips, colour jitter) draw from the
+package's generator (``mx.random.seed`` repeats them) once per image, so
+they are not batchable; the random crop, as MXNet's, uses Python's
+``random`` through ``mx.image.random_size_crop``.
 """
-import functools
-
 import numpy as np
 
+from ....image.resize import resize_hwc
 from ..dataset import as_numpy
 
-__all__ = ['Transform', 'Compose', 'ToTensor', 'Normalize', 'Resize', 'Cast']
+__all__ = ['Transform', 'Compose', 'ToTensor', 'Normalize', 'Resize', 'Cast',
+           'CenterCrop', 'RandomResizedCrop', 'RandomFlipLeftRight',
+           'RandomFlipTopBottom', 'RandomBrightness', 'RandomContrast',
+           'RandomSaturation', 'RandomHue', 'RandomColorJitter',
+           'RandomLighting']
 
 
 class Transform:
@@ -88,14 +94,6 @@ def _to_planes(x):
     return x.reshape(n, 1, h, w) if c == 1 else np.moveaxis(x, 3, 1)
 
 
-def _from_planes(x):
-    """``(N, C, H, W)`` -> contiguous ``(N, H, W, C)``."""
-    n, c, h, w = x.shape
-    if c == 1:
-        return x.reshape(n, h, w, 1)
-    return np.ascontiguousarray(np.moveaxis(x, 1, 3))
-
-
 class ToTensor(Transform):
     """``(H, W, C)`` in [0, 255] -> float32 ``(C, H, W)`` in [0, 1].
 
@@ -137,44 +135,22 @@ class Normalize(Transform):
         return f'Normalize(mean={self._mean}, std={self._std})'
 
 
-@functools.lru_cache(maxsize=64)
-def _resize_matrix(n_in, n_out, interpolation):
-    """``(n_out, n_in)`` weights: ``out = A @ x`` resizes one axis.
-
-    Bilinear (1) samples at pixel centres, as OpenCV's ``INTER_LINEAR``:
-    source ``(i + 0.5) * n_in / n_out - 0.5``, clamped to the image.
-    Nearest (0) takes source ``floor(i * n_in / n_out)``.
-    """
-    a = np.zeros((n_out, n_in), dtype=np.float32)
-    rows = np.arange(n_out)
-    scale = n_in / n_out
-    if interpolation == 0:
-        src = np.minimum(np.floor(rows * scale).astype(np.int64), n_in - 1)
-        a[rows, src] = 1.0
-    else:
-        s = np.clip((rows + 0.5) * scale - 0.5, 0, n_in - 1)
-        i0 = np.floor(s).astype(np.int64)
-        frac = (s - i0).astype(np.float32)
-        i1 = np.minimum(i0 + 1, n_in - 1)
-        np.add.at(a, (rows, i0), 1.0 - frac)
-        np.add.at(a, (rows, i1), frac)
-    a.setflags(write=False)
-    return a
-
-
 class Resize(Transform):
     """Resize images to ``size``: an int (square) or ``(width, height)``.
 
     ``keep_ratio=True`` with an int size scales the shorter side to
-    ``size``.  ``interpolation``: 1 bilinear (default), 0 nearest.
-    Integer images stay integer (rounded); floats stay floats.
+    ``size``.  ``interpolation``: MXNet's codes, 1 bilinear (default), 0
+    nearest, 2 bicubic, 3 area, 4 lanczos: OpenCV's arithmetic, from
+    ``mx.image``'s ``resize.py``.  Integer images stay integer (rounded);
+    floats stay floats.
     """
 
     def __init__(self, size, keep_ratio=False, interpolation=1):
         self._size, self._keep_ratio = size, keep_ratio
-        if interpolation not in (0, 1):
-            raise ValueError('Resize: interpolation must be 0 (nearest) or 1 '
-                             f'(bilinear), got {interpolation!r}')
+        if interpolation not in (0, 1, 2, 3, 4):
+            raise ValueError('Resize: interpolation must be 0 (nearest), 1 '
+                             '(bilinear), 2 (bicubic), 3 (area) or 4 (lanczos), '
+                             f'got {interpolation!r}')
         self._interpolation = interpolation
 
     def _target(self, h, w):
@@ -190,26 +166,8 @@ class Resize(Transform):
 
     def forward(self, x):
         _check_image('Resize', x)
-        batch = x.ndim == 4
-        xb = x if batch else x[None]
-        n, h, w, c = xb.shape
-        oh, ow = self._target(h, w)
-        if (oh, ow) == (h, w):
-            return np.array(x, copy=True)
-        if self._interpolation == 0:
-            rows = np.minimum(np.floor(np.arange(oh) * (h / oh)).astype(np.int64), h - 1)
-            cols = np.minimum(np.floor(np.arange(ow) * (w / ow)).astype(np.int64), w - 1)
-            out = xb[:, rows][:, :, cols]
-        else:
-            ah = _resize_matrix(h, oh, 1)
-            aw = _resize_matrix(w, ow, 1)
-            planes = _to_planes(xb).astype(np.float32)           # (N, C, H, W)
-            res = ah @ planes @ aw.T                               # (N, C, oh, ow)
-            if np.issubdtype(x.dtype, np.integer):
-                # Weights are convex: no clipping needed, only rounding.
-                np.rint(res, out=res)
-            out = _from_planes(res).astype(x.dtype, copy=False)
-        return out if batch else out[0]
+        oh, ow = self._target(*x.shape[-3:-1])
+        return resize_hwc(x, ow, oh, self._interpolation)
 
     def __repr__(self):
         return (f'Resize(size={self._size}, keep_ratio={self._keep_ratio}, '
@@ -224,3 +182,195 @@ class Cast(Transform):
 
     def forward(self, x):
         return x.astype(self._dtype)
+
+
+# === random transforms: one draw per image =======================================
+
+def _uniform(low, high, n=1):
+    """``n`` draws from the package's CPU generator (``mx.random.seed``)."""
+    from ....ndarray import random
+    return random.uniform(low, high, shape=(n,)).asnumpy().astype(np.float64)
+
+
+class _PerImage(Transform):
+    """A random transform: ``_forward_one`` on each ``(H, W, C)`` image."""
+    batchable = False
+
+    def forward(self, x):
+        _check_image(type(self).__name__, x)
+        if x.ndim == 4:
+            return np.stack([self._forward_one(img) for img in x])
+        return self._forward_one(x)
+
+
+class CenterCrop(_PerImage):
+    """The centred ``size`` crop (int or (w, h)), upsampled if larger."""
+
+    def __init__(self, size, interpolation=1):
+        self._size = (size, size) if isinstance(size, int) else tuple(size)
+        self._interpolation = interpolation
+
+    def _forward_one(self, x):
+        from .... import image
+        return image.center_crop(x, self._size, self._interpolation)[0].asnumpy()
+
+
+class RandomResizedCrop(_PerImage):
+    """A crop of random area (``scale`` of the image) and aspect ``ratio``,
+    resized to ``size`` (int or (w, h)); see ``mx.image.random_size_crop``."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=1):
+        self._size = (size, size) if isinstance(size, int) else tuple(size)
+        self._args = (self._size, scale, ratio, interpolation)
+
+    def _forward_one(self, x):
+        from .... import image
+        return image.random_size_crop(x, *self._args)[0].asnumpy()
+
+
+class RandomFlipLeftRight(_PerImage):
+    """Mirror left-right with probability 1/2."""
+    _axis = 1
+
+    def _forward_one(self, x):
+        return np.flip(x, self._axis).copy() if _uniform(0, 1)[0] < 0.5 else x
+
+
+class RandomFlipTopBottom(RandomFlipLeftRight):
+    """Flip upside down with probability 1/2."""
+    _axis = 0
+
+
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
+def _saturate(out, dtype):
+    """MXNet's saturate_cast: uint8 clipped to [0, 255] and truncated."""
+    if dtype == np.uint8:
+        out = np.clip(out, 0, 255)
+    return out.astype(dtype)
+
+
+def _brightness(x, alpha):
+    return x * alpha
+
+
+def _contrast(x, alpha):
+    gray = np.mean(x @ _LUMA) if x.shape[2] == 3 else np.mean(x)
+    return x * alpha + (1 - alpha) * gray
+
+
+def _saturation(x, alpha):
+    # MXNet 1.9.1's kernel keeps only the blue term of the gray sum (it
+    # assigns instead of adding); here the full luma, as its docs describe.
+    if x.shape[2] != 3:
+        return x
+    return x * alpha + (1 - alpha) * (x @ _LUMA)[:, :, None]
+
+
+def _hue(x, alpha):
+    """Turn the hue by ``alpha * 360`` degrees through HLS, as MXNet."""
+    if x.shape[2] != 3:
+        return x
+    rgb = x / 255.0
+    vmax, vmin = rgb.max(axis=2), rgb.min(axis=2)
+    light, diff = (vmax + vmin) / 2, vmax - vmin
+    grey = diff <= np.finfo(np.float32).eps
+    safe = np.where(grey, 1, diff)
+    sat = np.where(light < 0.5, diff / np.where(grey, 1, vmax + vmin),
+                   diff / np.where(grey, 1, 2 - vmax - vmin))
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    h = np.where(vmax == r, (g - b) / safe,
+                 np.where(vmax == g, (b - r) / safe + 2, (r - g) / safe + 4))
+    h = np.where(grey, 0, h) + alpha * 6           # in sixths of a turn
+    # HLS -> RGB: each channel n is l - a * max(-1, min(k - 3, 9 - k, 1)),
+    # k = (n + h * 2) mod 12 (n = 0, 8, 4 for r, g, b)
+    a = np.where(grey, 0, sat * np.minimum(light, 1 - light))[..., None]
+    k = (np.array([0, 8, 4]) + (h * 2)[..., None]) % 12
+    out = light[..., None] - a * np.clip(np.minimum(k - 3, 9 - k), -1, 1)
+    return out * 255.0
+
+
+class _Jitter(_PerImage):
+    """Random factors for some of brightness, contrast, saturation, hue."""
+    _ADJUST = {'brightness': _brightness, 'contrast': _contrast,
+               'saturation': _saturation, 'hue': _hue}
+
+    def __init__(self, **amounts):
+        for name, v in amounts.items():
+            if v < 0:
+                raise ValueError(f'{type(self).__name__}: {name} must be >= 0, '
+                                 f'got {v}')
+        self._amounts = amounts
+
+    def _range(self, name):
+        v = self._amounts[name]
+        return (-v, v) if name == 'hue' else (max(0.0, 1 - v), 1 + v)
+
+    def _forward_one(self, x):
+        names = [n for n, v in self._amounts.items() if v > 0]
+        if len(names) > 1:                          # a random order each call
+            names = [names[i] for i in np.argsort(_uniform(0, 1, len(names)))]
+        out = x.astype(np.float32)
+        for name in names:
+            out = self._ADJUST[name](out, _uniform(*self._range(name))[0])
+            out = _saturate(out, x.dtype).astype(np.float32)
+        return out.astype(x.dtype)
+
+    def __repr__(self):
+        args = ', '.join(f'{k}={v}' for k, v in self._amounts.items())
+        return f'{type(self).__name__}({args})'
+
+
+class RandomBrightness(_Jitter):
+    """Scale by a factor uniform in ``[max(0, 1 - brightness), 1 + brightness]``."""
+
+    def __init__(self, brightness):
+        super().__init__(brightness=brightness)
+
+
+class RandomContrast(_Jitter):
+    """Blend with the mean gray level, factor uniform around 1 by ``contrast``."""
+
+    def __init__(self, contrast):
+        super().__init__(contrast=contrast)
+
+
+class RandomSaturation(_Jitter):
+    """Blend each pixel with its gray level, factor around 1 by ``saturation``."""
+
+    def __init__(self, saturation):
+        super().__init__(saturation=saturation)
+
+
+class RandomHue(_Jitter):
+    """Turn the hue by ``u * 360`` degrees, ``u`` uniform in ``[-hue, hue]``."""
+
+    def __init__(self, hue):
+        super().__init__(hue=hue)
+
+
+class RandomColorJitter(_Jitter):
+    """Brightness, contrast, saturation and hue jitter (those > 0), in a
+    random order."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super().__init__(brightness=brightness, contrast=contrast,
+                         saturation=saturation, hue=hue)
+
+
+class RandomLighting(_PerImage):
+    """AlexNet's PCA noise with ``alpha`` std (ImageNet's eigenvectors)."""
+    _EIGVAL = np.array([55.46, 4.794, 1.148])
+    _EIGVEC = np.array([[-0.5675, 0.7192, 0.4009],
+                        [-0.5808, -0.0045, -0.8140],
+                        [-0.5836, -0.6948, 0.4203]])
+
+    def __init__(self, alpha):
+        self._alpha = alpha
+
+    def _forward_one(self, x):
+        from ....ndarray import random
+        a = random.normal(0, self._alpha, shape=(3,)).asnumpy()
+        return _saturate(x + (self._EIGVEC @ (a * self._EIGVAL)), x.dtype)
