@@ -314,9 +314,11 @@ class _StackMixin:
         self.register_child(cell)
 
     def state_info(self, batch_size=0):
+        """The states of all the cells, in order (their lists joined)."""
         return _cells_state_info(self._children.values(), batch_size)
 
     def begin_state(self, **kwargs):
+        """The initial states of all the cells, in order (as ``state_info``)."""
         if self._modified:
             raise RuntimeError('After applying modifier cells (e.g. ZoneoutCell) the '
                                'base cell cannot be called directly.')
@@ -337,6 +339,8 @@ class _StackMixin:
 
     def unroll(self, length, inputs, begin_state=None, layout='NTC', merge_outputs=None,
                valid_length=None):
+        """Unroll each cell over the whole sequence in turn (a layer at a
+        time, as the fused layers do), not step by step."""
         self.reset()
         inputs, _, F, batch = _format_sequence(length, inputs, layout, None)
         begin_state = _get_begin_state(self, F, begin_state, inputs, batch)
@@ -362,6 +366,7 @@ class SequentialRNNCell(_StackMixin, RecurrentCell):
     """Cells stacked: each step runs them in order (states concatenated)."""
 
     def hybrid_forward(self, *args, **kwargs):
+        """Not a hybrid cell: a step is ``__call__``."""
         raise NotImplementedError
 
 

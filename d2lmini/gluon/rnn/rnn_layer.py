@@ -88,6 +88,8 @@ class _RNNLayer(HybridBlock):
         return ret
 
     def state_info(self, batch_size=0):
+        """``[{'shape': (layers * directions, batch_size, hidden), ...}]``:
+        one for ``h``, and one more for an LSTM's ``c``."""
         shape = (self._num_layers * self._dir, batch_size, self._hidden_size)
         info = {'shape': shape, '__layout__': 'LNC', 'dtype': self._dtype}
         return [info, dict(info)] if self._mode == 'lstm' else [info]
