@@ -1,6 +1,6 @@
 """Gluon: the imperative high-level API (Blocks, layers, losses, Trainer, data).
 
-``from d2lmini import gluon; from d2lmini.gluon import nn, loss as gloss``
+``from d2lmini import gluon; from d2lmini.gluon import nn, rnn, loss as gloss``
 gives MXNet 1.x's ``gluon`` surface.  ``gluon.data`` and ``gluon.Trainer``
 load on first use.
 """
@@ -9,10 +9,11 @@ import importlib
 from .parameter import (Parameter, Constant, ParameterDict,    # noqa: F401
                         DeferredInitializationError)
 from .block import Block, HybridBlock, SymbolBlock              # noqa: F401
-from . import nn, loss, utils                                   # noqa: F401
+from . import nn, loss, rnn, utils                              # noqa: F401
 
 __all__ = ['Parameter', 'Constant', 'ParameterDict', 'DeferredInitializationError',
-           'Block', 'HybridBlock', 'SymbolBlock', 'Trainer', 'nn', 'loss', 'utils', 'data']
+           'Block', 'HybridBlock', 'SymbolBlock', 'Trainer', 'nn', 'loss', 'rnn', 'utils',
+           'data']
 
 
 def __getattr__(name):              # the data pipeline and Trainer load lazily

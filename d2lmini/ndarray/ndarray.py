@@ -990,7 +990,7 @@ def _fill_from_host(out, host, ctx, dtype):
 
 # MXNet keywords the creation (and sampling) functions accept and ignore;
 # any other keyword is refused (``size=`` for ``shape=``), see _check_kwargs.
-_IGNORED = ('stype', 'name')
+_IGNORED = ('stype', 'name', '__layout__')    # __layout__: a state's, from state_info()
 
 
 def empty(shape, ctx=None, dtype=None, **kwargs):

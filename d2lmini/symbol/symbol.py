@@ -198,6 +198,8 @@ def _nout(op, attrs):
         return 2
     if op == 'BatchNorm' and attrs.get('output_mean_var'):
         return 3
+    if op == 'RNN' and attrs.get('state_outputs'):
+        return 3 if attrs.get('mode') == 'lstm' else 2
     return 1
 
 
