@@ -89,14 +89,17 @@ def _scoped(scope, func, name):
     """Wrap a function, or every method and property of a class, so that it
     runs inside ``scope()``."""
     if inspect.isclass(func):
-        for attr, member in list(vars(func).items()):
+        # Inherited methods too (Block.__call__, forward), as MXNet does.
+        for attr, member in inspect.getmembers(
+                func, lambda m: inspect.isfunction(m) or inspect.ismethod(m)
+                or isinstance(m, property)):
             if isinstance(member, property):
                 setattr(func, attr, property(_scoped(scope, member.fget, name)
                                              if member.fget else None,
                                              member.fset, member.fdel, member.__doc__))
-            elif isinstance(member, (staticmethod, classmethod)):
-                setattr(func, attr, type(member)(_scoped(scope, member.__func__, name)))
-            elif inspect.isfunction(member):
+            elif isinstance(vars(func).get(attr), staticmethod):
+                setattr(func, attr, staticmethod(_scoped(scope, member, name)))
+            else:
                 setattr(func, attr, _scoped(scope, member, name))
         return func
     if not callable(func):

@@ -21,6 +21,7 @@ from . import creation, elemwise, reductions, shapes, host, random, linalg
 
 # NumPy's dtypes and constants, as mx.np has them.
 bool_ = bool8 = _onp.bool_
+bool = _onp.bool_                     # noqa: A001 - mx.np.bool, as MXNet's
 int8, int16, int32, int64 = _onp.int8, _onp.int16, _onp.int32, _onp.int64
 uint8, uint16, uint32, uint64 = _onp.uint8, _onp.uint16, _onp.uint32, _onp.uint64
 float16, float32, float64 = _onp.float16, _onp.float32, _onp.float64
@@ -33,7 +34,7 @@ PZERO, NZERO, NINF, PINF, NAN = 0.0, -0.0, -_onp.inf, _onp.inf, _onp.nan
 
 __all__ = (list(_multiarray_all) + creation.__all__ + elemwise.__all__ +
            reductions.__all__ + shapes.__all__ + host.__all__ +
-           ['random', 'linalg', 'bool_', 'bool8', 'int8', 'int16', 'int32', 'int64',
+           ['random', 'linalg', 'bool', 'bool_', 'bool8', 'int8', 'int16', 'int32', 'int64',
             'uint8', 'uint16', 'uint32', 'uint64', 'float16', 'float32', 'float64',
             'intp', 'integer', 'floating', 'number', 'generic', 'dtype', 'finfo',
             'iinfo', 'pi', 'e', 'inf', 'nan', 'newaxis', 'euler_gamma'])
