@@ -139,3 +139,34 @@ def test_clear_shape_errors():
         np.concatenate([np.ones((2, 3)), np.ones((2, 4))], axis=0)
     with pytest.raises(ValueError, match=r'\(2, 2, 3\) and \(2, 3\)'):
         np.matmul(np.ones((2, 2, 3)), np.ones((2, 3)).T.T)
+
+
+@pytest.mark.parametrize('shape,target', [((0,), (1, 0)), ((2, 0, 1), (-1,)),
+                                          ((3, 0), (0, 5)), ((0, 0), (0,))])
+def test_reshape_zero_size_is_literal(shape, target):
+    """A 0 in mx.np's reshape is a zero-length axis (not MXNet's copy code),
+    forward and backward, as NumPy."""
+    x = np.zeros(shape)
+    x.attach_grad()
+    with autograd.record():
+        y = x.reshape(target)
+    y.backward()
+    assert y.shape == onp.zeros(shape).reshape(target).shape
+    assert x.grad.shape == shape
+    assert np.zeros((2, 0, 1)).flatten().shape == (0,)
+
+
+@pytest.mark.parametrize('fn', ['sum', 'prod', 'max', 'min', 'mean', 'all', 'any'])
+def test_reduce_over_no_axis(fn):
+    """axis=() reduces nothing (NumPy's rule), keeping the op's dtype rule."""
+    a = onp.array([[0, 1, 2], [3, 4, 5]], dtype=onp.int32)
+    ref = getattr(onp, fn)(a, axis=())
+    res = getattr(np, fn)(np.array(a), axis=())
+    assert res.shape == ref.shape
+    onp.testing.assert_allclose(res.asnumpy(), ref)
+    x = np.array(A)
+    x.attach_grad()
+    with autograd.record():
+        y = np.sum(x * x, axis=())
+    y.backward()
+    onp.testing.assert_allclose(x.grad.asnumpy(), 2 * A)

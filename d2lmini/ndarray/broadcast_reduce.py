@@ -54,7 +54,7 @@ class ReduceOp(Op):
         """Reshape the output gradient so it broadcasts against ``x``."""
         axes = norm_axis(self.name, axis, x.ndim)
         kshape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
-        return g.reshape(kshape)
+        return g._reshape_to(kshape)
 
 
 def _reduce_cases():

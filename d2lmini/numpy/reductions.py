@@ -68,6 +68,8 @@ def _reduce(opname, a, axis, keepdims, dtype=None, out=None):
         a = a.astype(_np.int64)          # NumPy counts booleans
     if isinstance(axis, list):
         axis = tuple(axis)
+    if axis == ():                   # NumPy: reduce over no axis (the op's dtype rule
+        a, axis, keepdims = a.reshape(a._shape + (1,)), -1, False   # still applies)
     res = invoke(OPS[opname], (a,), {'axis': axis, 'keepdims': bool(keepdims)})
     if out is not None:
         out[...] = res
