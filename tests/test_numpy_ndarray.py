@@ -170,3 +170,21 @@ def test_reduce_over_no_axis(fn):
         y = np.sum(x * x, axis=())
     y.backward()
     onp.testing.assert_allclose(x.grad.asnumpy(), 2 * A)
+
+
+def test_empty_and_0d_reductions():
+    """max/min/argmax of a zero-size axis raise at once (MXNet: MXNetError);
+    all/any of nothing are True/False; a 0-d array takes axis 0 or -1."""
+    for shape in [(0,), (2, 0), (0, 2, 1)]:
+        for fn in ('max', 'min', 'argmax', 'argmin'):
+            with pytest.raises(mx.MXNetError, match='zero-size'):
+                getattr(np, fn)(np.zeros(shape))
+    assert np.zeros((2, 0)).max(axis=0).shape == (0,)
+    e = onp.zeros((2, 0))
+    for fn in ('all', 'any'):
+        onp.testing.assert_array_equal(getattr(np, fn)(np.array(e), axis=1).asnumpy(),
+                                       getattr(onp, fn)(e, axis=1))
+        assert bool(getattr(np, fn)(np.array(A > 2))) == bool(getattr(onp, fn)(A > 2))
+    z = np.array(3.0)
+    assert int(np.argmin(z, axis=-1)) == 0
+    assert np.squeeze(z, -1).shape == () and float(np.max(z, axis=0)) == 3.0

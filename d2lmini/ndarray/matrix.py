@@ -210,7 +210,7 @@ class SqueezeOp(Op):
         axes = norm_axis(self.name, axis, len(s)) if axis is not None else \
             tuple(i for i, d in enumerate(s) if d == 1)
         for i in axes:
-            if s[i] != 1:
+            if i < len(s) and s[i] != 1:      # (a 0-d array: NumPy's axis 0 or -1)
                 raise ValueError(f"operator 'squeeze': axis {i} of shape {s} is not 1")
         return tuple(d for i, d in enumerate(s) if i not in axes), dtypes[0]
 

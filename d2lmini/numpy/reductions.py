@@ -30,10 +30,25 @@ def _variant(base, name, **body):
     return register(type(f'Np{type(base).__name__}', (type(base),), body))
 
 
+def _check_nonempty(op, shape, axis):
+    """max/min/argmax/argmin have no identity: reducing a zero-length axis is
+    an error, raised at once (not later, from the engine), as MXNet's is."""
+    axes = range(len(shape)) if axis is None else norm_axis(op.name, axis, len(shape))
+    if builtins.any(shape[i] == 0 for i in axes if i < len(shape)):
+        raise ValueError(f"operator '{op.name}': zero-size array {tuple(shape)} has no "
+                         f"{op.name.split('_')[-1]} over axis {axis}")
+
+
+def _nonempty_infer(self, shapes, dtypes, axis=None, keepdims=False):
+    _check_nonempty(self, shapes[0], axis)
+    return type(self).__mro__[1].infer(self, shapes, dtypes, axis, keepdims)
+
+
 for _base, _name in [('sum', '_np_sum'), ('max', '_np_max'), ('min', '_np_min'),
                      ('prod', '_np_prod'), ('nansum', '_np_nansum'),
                      ('nanprod', '_np_nanprod'), ('norm', '_npi_norm')]:
-    _variant(OPS[_base], _name)
+    _variant(OPS[_base], _name, **({'infer': _nonempty_infer} if _base in ('max', 'min')
+                                   else {}))
 
 
 def _mean_forward(self, a, axis=None, keepdims=False):
@@ -48,6 +63,7 @@ _variant(OPS['mean'], '_npi_mean', forward=_mean_forward,
 
 
 def _arg_infer(self, shapes, dtypes, axis=None, keepdims=False):
+    _check_nonempty(self, shapes[0], axis)
     if axis is None:
         return ((1,) * len(shapes[0]) if keepdims else ()), _np.dtype(_np.int64)
     shape, dtype = _br.ReduceOp.infer(self, shapes, dtypes, axis, keepdims)
@@ -75,6 +91,13 @@ def _reduce(opname, a, axis, keepdims, dtype=None, out=None):
         out[...] = res
         return out
     return res
+
+
+def _reduce_into(res, out):
+    if out is None:
+        return res
+    out[...] = res
+    return out
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -191,14 +214,14 @@ def _ones_like(a):
 
 def all(a, axis=None, out=None, keepdims=False):
     """Whether every element (over ``axis``) is nonzero, as bool."""
-    a = asarray(a)
-    return _reduce('_np_min', a != 0, axis, keepdims, None, out)
+    res = _reduce('_np_sum', asarray(a) == 0, axis, keepdims)   # (True when empty)
+    return _reduce_into(res == 0, out)
 
 
 def any(a, axis=None, out=None, keepdims=False):
     """Whether some element (over ``axis``) is nonzero, as bool."""
-    a = asarray(a)
-    return _reduce('_np_max', a != 0, axis, keepdims, None, out)
+    res = _reduce('_np_sum', asarray(a) != 0, axis, keepdims)
+    return _reduce_into(res > 0, out)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
