@@ -188,3 +188,19 @@ def test_empty_and_0d_reductions():
     z = np.array(3.0)
     assert int(np.argmin(z, axis=-1)) == 0
     assert np.squeeze(z, -1).shape == () and float(np.max(z, axis=0)) == 3.0
+
+
+def test_float_reductions_accumulate_wide():
+    """sum/mean/prod/cumsum of floats accumulate in at least float32, then give
+    the asked dtype (MXNet's accumulation type), so float16 results are the
+    correctly rounded float32 ones."""
+    x = onp.random.RandomState(0).uniform(-1, 1, (64, 32)).astype(onp.float32)
+    ref = x.astype(onp.float64).sum(0).astype(onp.float16)
+    res = np.sum(np.array(x), axis=0, dtype='float16')
+    assert res.dtype == onp.float16
+    onp.testing.assert_array_equal(res.asnumpy(), ref)
+    h = np.array(x, dtype='float16')
+    assert np.mean(h).dtype == onp.float16 and np.sum(h).dtype == onp.float16
+    onp.testing.assert_allclose(np.cumsum(np.array(x), dtype='float16').asnumpy(),
+                                x.astype(onp.float64).cumsum().astype(onp.float16),
+                                rtol=1e-3)

@@ -76,9 +76,25 @@ for _base, _name in [('argmax', '_npi_argmax'), ('argmin', '_npi_argmin')]:
              getattr(a, f)(axis=axis, keepdims=keepdims).astype(_np.int64))
 
 
+def _acc_cast(a, dtype):
+    """``(a, dtype to give)``: floats accumulate in at least float32 (MXNet's
+    accumulation type; float16 sums drift otherwise), then become ``dtype``."""
+    out = _np.dtype(dtype) if dtype is not None else a._dtype
+    if out.kind == 'f' and (a._dtype.kind == 'f' or a._dtype != out):
+        acc = builtins.max(out, a._dtype if a._dtype.kind == 'f' else out,
+                           _np.dtype(_np.float32), key=lambda d: d.itemsize)
+        return a.astype(acc, copy=False), out
+    if dtype is not None:
+        a = a.astype(dtype, copy=False)
+    return a, None
+
+
 def _reduce(opname, a, axis, keepdims, dtype=None, out=None):
     a = asarray(a)
-    if dtype is not None:
+    give = None
+    if opname in ('_np_sum', '_np_prod', '_npi_mean'):
+        a, give = _acc_cast(a, dtype)
+    elif dtype is not None:
         a = a.astype(dtype, copy=False)
     elif a._dtype == _np.bool_ and opname in ('_np_sum', '_np_prod'):
         a = a.astype(_np.int64)          # NumPy counts booleans
@@ -87,10 +103,9 @@ def _reduce(opname, a, axis, keepdims, dtype=None, out=None):
     if axis == ():                   # NumPy: reduce over no axis (the op's dtype rule
         a, axis, keepdims = a.reshape(a._shape + (1,)), -1, False   # still applies)
     res = invoke(OPS[opname], (a,), {'axis': axis, 'keepdims': bool(keepdims)})
-    if out is not None:
-        out[...] = res
-        return out
-    return res
+    if give is not None and res._dtype != give:
+        res = res.astype(give)
+    return _reduce_into(res, out)
 
 
 def _reduce_into(res, out):
@@ -275,9 +290,9 @@ def quantile(a, q, axis=None, out=None, overwrite_input=None,
 def cumsum(a, axis=None, dtype=None, out=None):
     """The running sum along ``axis`` (flattened if None): a product with a
     triangular matrix of ones, so the gradient is the op table's ``dot``."""
-    a = asarray(a)
-    if dtype is not None:
-        a = a.astype(dtype, copy=False)
+    a, give = _acc_cast(asarray(a), dtype)
+    if give is not None and give != a._dtype:
+        return cumsum(a, axis).astype(give)
     if axis is None:
         a, axis = a.reshape(-1), 0
     axis = norm_axis('cumsum', axis, a.ndim)[0]
