@@ -203,4 +203,4 @@ def test_float_reductions_accumulate_wide():
     assert np.mean(h).dtype == onp.float16 and np.sum(h).dtype == onp.float16
     onp.testing.assert_allclose(np.cumsum(np.array(x), dtype='float16').asnumpy(),
                                 x.astype(onp.float64).cumsum().astype(onp.float16),
-                                rtol=1e-3)
+                                rtol=1e-3, atol=1e-4)   # (through BLAS: measured 8e-6)
