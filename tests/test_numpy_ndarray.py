@@ -204,3 +204,23 @@ def test_float_reductions_accumulate_wide():
     onp.testing.assert_allclose(np.cumsum(np.array(x), dtype='float16').asnumpy(),
                                 x.astype(onp.float64).cumsum().astype(onp.float16),
                                 rtol=1e-3, atol=1e-4)   # (through BLAS: measured 8e-6)
+
+
+@pytest.mark.parametrize('name,dz', [
+    ('exponential', lambda y, a: y / a),                       # y = a z
+    ('rayleigh', lambda y, a: y / a),
+    ('weibull', lambda y, a: -y * onp.log(y) / a),             # y = z ** (1/a)
+    ('pareto', lambda y, a: -(y + 1) * onp.log1p(y) / a)])     # y = exp(z/a) - 1
+def test_random_pathwise_gradients(name, dz):
+    """Array parameters of these samplers get the reparameterised gradient
+    (MXNet's), the size comes positionally after them, and bad scalars raise
+    ValueError at once."""
+    a = np.full((3, 4), 2.0)
+    a.attach_grad()
+    with autograd.record():
+        y = getattr(np.random, name)(a, (3, 4))
+    y.backward()
+    onp.testing.assert_allclose(a.grad.asnumpy(), dz(y.asnumpy(), 2.0), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError):
+        getattr(np.random, name)(-1.0)
+    assert np.random.lognormal(sigma=0.5, size=(2,)).shape == (2,)
