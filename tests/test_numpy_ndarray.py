@@ -224,3 +224,12 @@ def test_random_pathwise_gradients(name, dz):
     with pytest.raises(ValueError):
         getattr(np.random, name)(-1.0)
     assert np.random.lognormal(sigma=0.5, size=(2,)).shape == (2,)
+
+
+def test_clip_method_keywords():
+    """x.clip takes NumPy's min=/max=; no bound at all is an error (MXNet's)."""
+    a = onp.arange(6.0)
+    onp.testing.assert_array_equal(np.array(a).clip(min=2).asnumpy(), a.clip(min=2))
+    onp.testing.assert_array_equal(np.array(a).clip(1, max=3).asnumpy(), a.clip(1, 3))
+    with pytest.raises(ValueError, match='both be None'):
+        np.clip(np.array(a), None, None)

@@ -258,6 +258,8 @@ def ldexp(x1, x2, out=None):
 def clip(a, a_min=None, a_max=None, out=None):
     """``a`` limited to ``[a_min, a_max]`` (either may be None)."""
     a = _arr(a)
+    if a_min is None and a_max is None:
+        raise ValueError('clip: a_min and a_max cannot both be None')
     lo = -_np.inf if a_min is None else float(a_min)
     hi = _np.inf if a_max is None else float(a_max)
     res = invoke(OPS['clip'], (a,), {'a_min': lo, 'a_max': hi})
@@ -369,5 +371,12 @@ def where(condition, x=None, y=None):
     return invoke(OPS['where'], (c.astype(x._dtype, copy=False), x, y))
 
 
-method(clip)
+
+
+def _clip_method(self, min=None, max=None, out=None):   # noqa: A002 (NumPy's names)
+    """``x.clip(min, max)``: NumPy's method names its bounds min/max."""
+    return clip(self, min, max, out)
+
+
+method(_clip_method, 'clip')
 method(around, 'round')
