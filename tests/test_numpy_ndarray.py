@@ -233,3 +233,21 @@ def test_clip_method_keywords():
     onp.testing.assert_array_equal(np.array(a).clip(1, max=3).asnumpy(), a.clip(1, 3))
     with pytest.raises(ValueError, match='both be None'):
         np.clip(np.array(a), None, None)
+
+
+def test_diagflat_and_ediff1d():
+    """np.diagflat and np.ediff1d against NumPy, and ediff1d's gradient
+    (each element's difference to its neighbours: central differences' kin)."""
+    x = onp.arange(6.0).reshape(2, 3)
+    onp.testing.assert_array_equal(np.diagflat(np.array(x), -1).asnumpy(), onp.diagflat(x, -1))
+    onp.testing.assert_array_equal(
+        np.ediff1d(np.array(x), to_end=np.array([7.0, 8.0]), to_begin=-1).asnumpy(),
+        onp.ediff1d(x, to_end=[7, 8], to_begin=-1))
+    a = np.array(x ** 2)
+    a.attach_grad()
+    with autograd.record():
+        y = (np.ediff1d(a) ** 2).sum()
+    y.backward()
+    d = onp.ediff1d(x ** 2)
+    ref = onp.concatenate([[0], 2 * d]) - onp.concatenate([2 * d, [0]])
+    onp.testing.assert_allclose(a.grad.asnumpy().ravel(), ref)

@@ -38,7 +38,7 @@ _COMPARE = {'equal': _np.equal, 'not_equal': _np.not_equal, 'greater': _np.great
 _REFLECTED = {'greater': 'less', 'less': 'greater', 'greater_equal': 'less_equal',
               'less_equal': 'greater_equal'}
 
-__all__ = (list(_UNARY) + list(_BINARY) + list(_COMPARE) +
+__all__ = ['ediff1d'] + (list(_UNARY) + list(_BINARY) + list(_COMPARE) +
            ['divide', 'true_divide', 'floor_divide', 'fmax', 'fmin', 'fmod', 'hypot',
             'arctan2', 'clip', 'logical_not', 'invert', 'bitwise_not', 'isnan', 'isinf',
             'isfinite', 'isposinf', 'isneginf', 'around', 'round', 'round_', 'copysign',
@@ -380,3 +380,18 @@ def _clip_method(self, min=None, max=None, out=None):   # noqa: A002 (NumPy's na
 
 method(_clip_method, 'clip')
 method(around, 'round')
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """The differences of consecutive elements of the flattened ``ary``, with
+    ``to_begin``/``to_end`` (scalars or arrays, flattened) around them."""
+    from .shapes import concatenate
+    a = _arr(ary).reshape(-1)
+
+    def flat(extra):
+        if extra is None:
+            return []
+        e = extra if isinstance(extra, NDArray) else array(extra, dtype=a.dtype, ctx=a._ctx)
+        return [e.reshape(-1).astype(a.dtype, copy=False)]
+    parts = flat(to_begin) + [a[1:] - a[:-1]] + flat(to_end)
+    return parts[0] if len(parts) == 1 else concatenate(parts)
