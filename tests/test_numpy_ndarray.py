@@ -251,3 +251,19 @@ def test_diagflat_and_ediff1d():
     d = onp.ediff1d(x ** 2)
     ref = onp.concatenate([[0], 2 * d]) - onp.concatenate([2 * d, [0]])
     onp.testing.assert_allclose(a.grad.asnumpy().ravel(), ref)
+
+
+def test_dot_zero_size_and_mismatch():
+    """dot/tensordot with a zero-length axis (forward and gradient, as NumPy),
+    and a shape mismatch is a ValueError that is also an MXNetError (MXNet's)."""
+    a, b = np.ones((3, 0)), np.ones((0, 4))
+    a.attach_grad()
+    with autograd.record():
+        y = np.dot(a, b)
+    y.backward()
+    assert y.shape == (3, 4) and float(y.sum()) == 0 and a.grad.shape == (3, 0)
+    assert np.tensordot(np.ones((2, 0, 3)), np.ones((0, 3, 5)), 2).shape == (2, 5)
+    with pytest.raises(mx.MXNetError):
+        np.dot(np.ones((4, 5)), np.ones((2, 3)))
+    with pytest.raises(ValueError):
+        np.dot(np.ones(3), np.ones(2))
