@@ -267,3 +267,14 @@ def test_dot_zero_size_and_mismatch():
         np.dot(np.ones((4, 5)), np.ones((2, 3)))
     with pytest.raises(ValueError):
         np.dot(np.ones(3), np.ones(2))
+
+
+def test_gradients_of_zero_size_inputs():
+    """sum/mean/take over a zero-size input give an empty gradient of the
+    input's shape (legacy broadcast_to would read its 0 as 'keep')."""
+    a = np.ones((3, 0))
+    a.attach_grad()
+    with autograd.record():
+        y = a.sum() + a.mean(axis=0).sum() + np.take(a, np.array([0, 2]), axis=0).sum()
+    y.backward()
+    assert float(y) == 0 and a.grad.shape == (3, 0)

@@ -72,6 +72,8 @@ class SumOp(ReduceOp):
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
         x = inputs[0]
+        if x.size == 0:         # (broadcast_to reads a 0 in x.shape as "keep")
+            return [x * 0]
         return [self._expand(g, x, axis, keepdims).broadcast_to(x.shape)]
 
 
@@ -87,6 +89,8 @@ class MeanOp(ReduceOp):
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
         x = inputs[0]
+        if x.size == 0:
+            return [x * 0]
         n = x.size // builtins.max(1, out.size)
         return [(self._expand(g, x, axis, keepdims) / n).broadcast_to(x.shape)]
 
