@@ -187,3 +187,11 @@ def test_random_shapes_and_seed():
 def test_contexts():
     assert npx.current_context() == mx.cpu() and npx.num_gpus() == mx.context.num_gpus()
     assert npx.is_np_array() and npx.is_np_shape()
+
+
+def test_random_seed_keyword():
+    """npx.random.seed takes MXNet's keyword ``seed=`` and repeats the draws."""
+    npx.random.seed(seed=7)
+    a = np.random.uniform(size=(4,)).asnumpy()
+    npx.random.seed(7)
+    onp.testing.assert_array_equal(np.random.uniform(size=(4,)).asnumpy(), a)

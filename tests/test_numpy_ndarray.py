@@ -139,3 +139,142 @@ def test_clear_shape_errors():
         np.concatenate([np.ones((2, 3)), np.ones((2, 4))], axis=0)
     with pytest.raises(ValueError, match=r'\(2, 2, 3\) and \(2, 3\)'):
         np.matmul(np.ones((2, 2, 3)), np.ones((2, 3)).T.T)
+
+
+@pytest.mark.parametrize('shape,target', [((0,), (1, 0)), ((2, 0, 1), (-1,)),
+                                          ((3, 0), (0, 5)), ((0, 0), (0,))])
+def test_reshape_zero_size_is_literal(shape, target):
+    """A 0 in mx.np's reshape is a zero-length axis (not MXNet's copy code),
+    forward and backward, as NumPy."""
+    x = np.zeros(shape)
+    x.attach_grad()
+    with autograd.record():
+        y = x.reshape(target)
+    y.backward()
+    assert y.shape == onp.zeros(shape).reshape(target).shape
+    assert x.grad.shape == shape
+    assert np.zeros((2, 0, 1)).flatten().shape == (0,)
+
+
+@pytest.mark.parametrize('fn', ['sum', 'prod', 'max', 'min', 'mean', 'all', 'any'])
+def test_reduce_over_no_axis(fn):
+    """axis=() reduces nothing (NumPy's rule), keeping the op's dtype rule."""
+    a = onp.array([[0, 1, 2], [3, 4, 5]], dtype=onp.int32)
+    ref = getattr(onp, fn)(a, axis=())
+    res = getattr(np, fn)(np.array(a), axis=())
+    assert res.shape == ref.shape
+    onp.testing.assert_allclose(res.asnumpy(), ref)
+    x = np.array(A)
+    x.attach_grad()
+    with autograd.record():
+        y = np.sum(x * x, axis=())
+    y.backward()
+    onp.testing.assert_allclose(x.grad.asnumpy(), 2 * A)
+
+
+def test_empty_and_0d_reductions():
+    """max/min/argmax of a zero-size axis raise at once (MXNet: MXNetError);
+    all/any of nothing are True/False; a 0-d array takes axis 0 or -1."""
+    for shape in [(0,), (2, 0), (0, 2, 1)]:
+        for fn in ('max', 'min', 'argmax', 'argmin'):
+            with pytest.raises(mx.MXNetError, match='zero-size'):
+                getattr(np, fn)(np.zeros(shape))
+    assert np.zeros((2, 0)).max(axis=0).shape == (0,)
+    e = onp.zeros((2, 0))
+    for fn in ('all', 'any'):
+        onp.testing.assert_array_equal(getattr(np, fn)(np.array(e), axis=1).asnumpy(),
+                                       getattr(onp, fn)(e, axis=1))
+        assert bool(getattr(np, fn)(np.array(A > 2))) == bool(getattr(onp, fn)(A > 2))
+    z = np.array(3.0)
+    assert int(np.argmin(z, axis=-1)) == 0
+    assert np.squeeze(z, -1).shape == () and float(np.max(z, axis=0)) == 3.0
+
+
+def test_float_reductions_accumulate_wide():
+    """sum/mean/prod/cumsum of floats accumulate in at least float32, then give
+    the asked dtype (MXNet's accumulation type), so float16 results are the
+    correctly rounded float32 ones."""
+    x = onp.random.RandomState(0).uniform(-1, 1, (64, 32)).astype(onp.float32)
+    ref = x.astype(onp.float64).sum(0).astype(onp.float16)
+    res = np.sum(np.array(x), axis=0, dtype='float16')
+    assert res.dtype == onp.float16
+    onp.testing.assert_array_equal(res.asnumpy(), ref)
+    h = np.array(x, dtype='float16')
+    assert np.mean(h).dtype == onp.float16 and np.sum(h).dtype == onp.float16
+    onp.testing.assert_allclose(np.cumsum(np.array(x), dtype='float16').asnumpy(),
+                                x.astype(onp.float64).cumsum().astype(onp.float16),
+                                rtol=1e-3, atol=1e-4)   # (through BLAS: measured 8e-6)
+
+
+@pytest.mark.parametrize('name,dz', [
+    ('exponential', lambda y, a: y / a),                       # y = a z
+    ('rayleigh', lambda y, a: y / a),
+    ('weibull', lambda y, a: -y * onp.log(y) / a),             # y = z ** (1/a)
+    ('pareto', lambda y, a: -(y + 1) * onp.log1p(y) / a)])     # y = exp(z/a) - 1
+def test_random_pathwise_gradients(name, dz):
+    """Array parameters of these samplers get the reparameterised gradient
+    (MXNet's), the size comes positionally after them, and bad scalars raise
+    ValueError at once."""
+    a = np.full((3, 4), 2.0)
+    a.attach_grad()
+    with autograd.record():
+        y = getattr(np.random, name)(a, (3, 4))
+    y.backward()
+    onp.testing.assert_allclose(a.grad.asnumpy(), dz(y.asnumpy(), 2.0), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError):
+        getattr(np.random, name)(-1.0)
+    assert np.random.lognormal(sigma=0.5, size=(2,)).shape == (2,)
+
+
+def test_clip_method_keywords():
+    """x.clip takes NumPy's min=/max=; no bound at all is an error (MXNet's)."""
+    a = onp.arange(6.0)
+    onp.testing.assert_array_equal(np.array(a).clip(min=2).asnumpy(), a.clip(min=2))
+    onp.testing.assert_array_equal(np.array(a).clip(1, max=3).asnumpy(), a.clip(1, 3))
+    with pytest.raises(ValueError, match='both be None'):
+        np.clip(np.array(a), None, None)
+
+
+def test_diagflat_and_ediff1d():
+    """np.diagflat and np.ediff1d against NumPy, and ediff1d's gradient
+    (each element's difference to its neighbours: central differences' kin)."""
+    x = onp.arange(6.0).reshape(2, 3)
+    onp.testing.assert_array_equal(np.diagflat(np.array(x), -1).asnumpy(), onp.diagflat(x, -1))
+    onp.testing.assert_array_equal(
+        np.ediff1d(np.array(x), to_end=np.array([7.0, 8.0]), to_begin=-1).asnumpy(),
+        onp.ediff1d(x, to_end=[7, 8], to_begin=-1))
+    a = np.array(x ** 2)
+    a.attach_grad()
+    with autograd.record():
+        y = (np.ediff1d(a) ** 2).sum()
+    y.backward()
+    d = onp.ediff1d(x ** 2)
+    ref = onp.concatenate([[0], 2 * d]) - onp.concatenate([2 * d, [0]])
+    onp.testing.assert_allclose(a.grad.asnumpy().ravel(), ref)
+
+
+def test_dot_zero_size_and_mismatch():
+    """dot/tensordot with a zero-length axis (forward and gradient, as NumPy),
+    and a shape mismatch is a ValueError that is also an MXNetError (MXNet's)."""
+    a, b = np.ones((3, 0)), np.ones((0, 4))
+    a.attach_grad()
+    with autograd.record():
+        y = np.dot(a, b)
+    y.backward()
+    assert y.shape == (3, 4) and float(y.sum()) == 0 and a.grad.shape == (3, 0)
+    assert np.tensordot(np.ones((2, 0, 3)), np.ones((0, 3, 5)), 2).shape == (2, 5)
+    with pytest.raises(mx.MXNetError):
+        np.dot(np.ones((4, 5)), np.ones((2, 3)))
+    with pytest.raises(ValueError):
+        np.dot(np.ones(3), np.ones(2))
+
+
+def test_gradients_of_zero_size_inputs():
+    """sum/mean/take over a zero-size input give an empty gradient of the
+    input's shape (legacy broadcast_to would read its 0 as 'keep')."""
+    a = np.ones((3, 0))
+    a.attach_grad()
+    with autograd.record():
+        y = a.sum() + a.mean(axis=0).sum() + np.take(a, np.array([0, 2]), axis=0).sum()
+    y.backward()
+    assert float(y) == 0 and a.grad.shape == (3, 0)

@@ -54,7 +54,7 @@ class ReduceOp(Op):
         """Reshape the output gradient so it broadcasts against ``x``."""
         axes = norm_axis(self.name, axis, x.ndim)
         kshape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
-        return g.reshape(kshape)
+        return g._reshape_to(kshape)
 
 
 def _reduce_cases():
@@ -72,6 +72,8 @@ class SumOp(ReduceOp):
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
         x = inputs[0]
+        if x.size == 0:         # (broadcast_to reads a 0 in x.shape as "keep")
+            return [x * 0]
         return [self._expand(g, x, axis, keepdims).broadcast_to(x.shape)]
 
 
@@ -87,6 +89,8 @@ class MeanOp(ReduceOp):
 
     def backward(self, g, inputs, out, axis=None, keepdims=False):
         x = inputs[0]
+        if x.size == 0:
+            return [x * 0]
         n = x.size // builtins.max(1, out.size)
         return [(self._expand(g, x, axis, keepdims) / n).broadcast_to(x.shape)]
 

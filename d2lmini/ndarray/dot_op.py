@@ -1,4 +1,6 @@
 """Matrix products: ``dot`` and ``batch_dot`` (MXNet's ``src/operator/tensor/dot``)."""
+import math
+
 from .. import backend
 from ..base import _check_kwargs
 from .ndarray import invoke
@@ -45,12 +47,11 @@ class DotOp(Op):
         A = a.T if transpose_a else a
         B = b.T if transpose_b else b
         # flatten to 2-D: (m, k) @ (k, n)
-        k = B.shape[0]
-        A2 = A.reshape((-1, k))
-        B2 = B.reshape((k, -1))
-        g2 = g.reshape((A2.shape[0], B2.shape[1]))
-        gA = dot(g2, B2, transpose_b=True).reshape(A.shape)
-        gB = dot(A2, g2, transpose_a=True).reshape(B.shape)
+        k = B.shape[0]          # exact sizes, no -1 and no 0-codes: k, m or n may be 0
+        m, n = int(math.prod(A.shape[:-1])), int(math.prod(B.shape[1:]))
+        A2, B2, g2 = A._reshape_to((m, k)), B._reshape_to((k, n)), g._reshape_to((m, n))
+        gA = dot(g2, B2, transpose_b=True)._reshape_to(A.shape)
+        gB = dot(A2, g2, transpose_a=True)._reshape_to(B.shape)
         return [gA.T if transpose_a else gA, gB.T if transpose_b else gB]
 
 

@@ -109,7 +109,7 @@ class TakeBackwardOp(Op):
         out = xp.zeros((n,) + tuple(s for i, s in enumerate(shape) if i != axis), g.dtype)
         gm = xp.moveaxis(g, list(range(axis, axis + idx.ndim)),
                          list(range(idx.ndim))) if axis else g
-        xp.add.at(out, idx.reshape(-1), gm.reshape((-1,) + out.shape[1:]))
+        xp.add.at(out, idx.reshape(-1), gm.reshape((idx.size,) + out.shape[1:]))
         return xp.moveaxis(out, 0, axis) if axis else out
 
     def backward(self, g, inputs, out, shape, axis=0, mode='clip'):

@@ -98,7 +98,28 @@ class ReshapeOp(Op):
         return a.reshape(infer_reshape(a.shape, shape, reverse))
 
     def backward(self, g, inputs, out, shape, reverse=False):
-        return [g.reshape(inputs[0].shape)]
+        return [g._reshape_to(inputs[0].shape)]
+
+
+@register
+class NpReshapeOp(Op):
+    """``mx.np``'s reshape: ``shape`` is literal (a 0 is a zero-length axis,
+    not MXNet's copy code); ``ndarray.reshape`` resolves its -1 first."""
+    name = '_np_reshape'
+    cases = (Case((3, 4), shape=(2, 6)), Case((2, 0, 3), shape=(0, 2)))
+
+    def infer(self, shapes, dtypes, shape):
+        shape = tuple(int(s) for s in shape)
+        if any(s < 0 for s in shape) or np.prod(shape) != np.prod(shapes[0]):
+            raise ValueError(f"operator '_np_reshape': cannot reshape array of shape "
+                             f"{tuple(shapes[0])} into shape {shape}")
+        return shape, dtypes[0]
+
+    def forward(self, a, shape):
+        return a.reshape(shape)
+
+    def backward(self, g, inputs, out, shape):
+        return [g._reshape_to(inputs[0].shape)]
 
 
 @register
@@ -115,7 +136,7 @@ class FlattenOp(Op):
         return a.reshape(a.shape[0], -1) if a.ndim else a.reshape(1, 1)
 
     def backward(self, g, inputs, out):
-        return [g.reshape(inputs[0].shape)]
+        return [g._reshape_to(inputs[0].shape)]
 
 
 @register
@@ -176,7 +197,7 @@ class ExpandDimsOp(Op):
         return backend.xp_of(a).expand_dims(a, axis)
 
     def backward(self, g, inputs, out, axis):
-        return [g.reshape(inputs[0].shape)]
+        return [g._reshape_to(inputs[0].shape)]
 
 
 @register
@@ -189,7 +210,7 @@ class SqueezeOp(Op):
         axes = norm_axis(self.name, axis, len(s)) if axis is not None else \
             tuple(i for i, d in enumerate(s) if d == 1)
         for i in axes:
-            if s[i] != 1:
+            if i < len(s) and s[i] != 1:      # (a 0-d array: NumPy's axis 0 or -1)
                 raise ValueError(f"operator 'squeeze': axis {i} of shape {s} is not 1")
         return tuple(d for i, d in enumerate(s) if i not in axes), dtypes[0]
 
@@ -197,7 +218,7 @@ class SqueezeOp(Op):
         return backend.xp_of(a).squeeze(a, axis=axis)
 
     def backward(self, g, inputs, out, axis=None):
-        return [g.reshape(inputs[0].shape)]
+        return [g._reshape_to(inputs[0].shape)]
 
 
 @register

@@ -653,6 +653,11 @@ class NDArray:
         return invoke(OPS['reshape'], (self,), {'shape': shape,
                                                 'reverse': kwargs.pop('reverse', False)})
 
+    def _reshape_to(self, shape):
+        """The same data in exactly ``shape`` (no codes: a 0 is a zero-length
+        axis), for gradients that go back to an input's shape."""
+        return invoke(OPS['_np_reshape'], (self,), {'shape': tuple(shape)})
+
     def transpose(self, *axes, **kw):
         """The axes permuted: reversed, or in the order ``axes`` (ints, one
         tuple, or ``axes=``).

@@ -27,7 +27,7 @@ def _sum_to(g, shape):
     lead = len(g.shape) - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                       if s == 1 and g.shape[i + lead] != 1)
-    return invoke(OPS['sum'], (g,), {'axis': axes, 'keepdims': False}).reshape(shape)
+    return invoke(OPS['sum'], (g,), {'axis': axes, 'keepdims': False})._reshape_to(shape)
 
 
 def _axis(name, axis, shape):

@@ -111,7 +111,7 @@ def norm_axis(name, axis, ndim):
         axis = (int(axis),)
     out = []
     for ax in axis:
-        if not -ndim <= ax < max(ndim, 1):
+        if not -max(ndim, 1) <= ax < max(ndim, 1):   # a 0-d array takes 0 or -1
             raise ValueError(f"operator '{name}': axis {ax} out of range for an "
                              f"array with {ndim} dimensions")
         out.append(ax % max(ndim, 1))

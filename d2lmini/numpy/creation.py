@@ -13,7 +13,7 @@ from .multiarray import asarray, array, _dtype, full
 
 __all__ = ['arange', 'linspace', 'logspace', 'eye', 'identity', 'meshgrid',
            'zeros_like', 'ones_like', 'full_like', 'empty_like', 'copy', 'tri',
-           'indices']
+           'indices', 'diagflat']
 
 
 def _host(values, dtype, ctx, device):
@@ -119,3 +119,10 @@ def empty_like(prototype, dtype=None, order='C', subok=False, shape=None, ctx=No
 def copy(a):
     """A copy of ``a``."""
     return asarray(a).copy()
+
+
+def diagflat(v, k=0):
+    """A 2-D array with the flattened ``v`` on its ``k``-th diagonal
+    (differentiable: ``np.diag`` of ``v.ravel()``)."""
+    from .shapes import diag
+    return diag(asarray(v).reshape(-1), k)

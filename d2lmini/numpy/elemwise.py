@@ -38,7 +38,7 @@ _COMPARE = {'equal': _np.equal, 'not_equal': _np.not_equal, 'greater': _np.great
 _REFLECTED = {'greater': 'less', 'less': 'greater', 'greater_equal': 'less_equal',
               'less_equal': 'greater_equal'}
 
-__all__ = (list(_UNARY) + list(_BINARY) + list(_COMPARE) +
+__all__ = ['ediff1d'] + (list(_UNARY) + list(_BINARY) + list(_COMPARE) +
            ['divide', 'true_divide', 'floor_divide', 'fmax', 'fmin', 'fmod', 'hypot',
             'arctan2', 'clip', 'logical_not', 'invert', 'bitwise_not', 'isnan', 'isinf',
             'isfinite', 'isposinf', 'isneginf', 'around', 'round', 'round_', 'copysign',
@@ -258,6 +258,8 @@ def ldexp(x1, x2, out=None):
 def clip(a, a_min=None, a_max=None, out=None):
     """``a`` limited to ``[a_min, a_max]`` (either may be None)."""
     a = _arr(a)
+    if a_min is None and a_max is None:
+        raise ValueError('clip: a_min and a_max cannot both be None')
     lo = -_np.inf if a_min is None else float(a_min)
     hi = _np.inf if a_max is None else float(a_max)
     res = invoke(OPS['clip'], (a,), {'a_min': lo, 'a_max': hi})
@@ -369,5 +371,27 @@ def where(condition, x=None, y=None):
     return invoke(OPS['where'], (c.astype(x._dtype, copy=False), x, y))
 
 
-method(clip)
+
+
+def _clip_method(self, min=None, max=None, out=None):   # noqa: A002 (NumPy's names)
+    """``x.clip(min, max)``: NumPy's method names its bounds min/max."""
+    return clip(self, min, max, out)
+
+
+method(_clip_method, 'clip')
 method(around, 'round')
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """The differences of consecutive elements of the flattened ``ary``, with
+    ``to_begin``/``to_end`` (scalars or arrays, flattened) around them."""
+    from .shapes import concatenate
+    a = _arr(ary).reshape(-1)
+
+    def flat(extra):
+        if extra is None:
+            return []
+        e = extra if isinstance(extra, NDArray) else array(extra, dtype=a.dtype, ctx=a._ctx)
+        return [e.reshape(-1).astype(a.dtype, copy=False)]
+    parts = flat(to_begin) + [a[1:] - a[:-1]] + flat(to_end)
+    return parts[0] if len(parts) == 1 else concatenate(parts)

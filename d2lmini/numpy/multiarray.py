@@ -317,7 +317,7 @@ class ndarray(NDArray):
         shape = _norm_shape(shape, self.size)
         if shape == self._shape:
             return invoke(OPS['_identity'], (self,))
-        return invoke(OPS['reshape'], (self,), {'shape': shape})
+        return invoke(OPS['_np_reshape'], (self,), {'shape': shape})
 
     def flatten(self, order='C'):
         """A 1-D copy of the array (NumPy's ``flatten``)."""

@@ -11,7 +11,8 @@ samplers).
 import numpy as _np
 
 from ..context import current_context
-from ..ndarray.ndarray import NDArray
+from ..ndarray.ndarray import NDArray, invoke
+from ..ndarray.registry import OPS
 from ..ndarray import random as _ndr
 from .multiarray import asarray, array, _np_class
 
@@ -168,12 +169,68 @@ def bernoulli(prob=None, logit=None, size=None, dtype=None, ctx=None, device=Non
     return (u < prob).astype(dtype or 'float32')
 
 
+# Reparameterised samplers (MXNet's): a standard sample z, no gradient, and the
+# parameters applied to it with recorded ops, so gradients reach array parameters.
+_PATHWISE = {   # name: (defaults, standard sampler, how the parameters act on z)
+    'exponential': ((1.0,), 'exponential', lambda z, scale: scale * z),
+    'weibull': ((), 'exponential', lambda z, a: z ** (1.0 / a)),
+    'pareto': ((), 'exponential', lambda z, a: _op('expm1', z / a)),
+    'rayleigh': ((1.0,), 'exponential', lambda z, scale: scale * _op('sqrt', 2 * z)),
+    'lognormal': ((0.0, 1.0), 'standard_normal',
+                  lambda z, mean, sigma: _op('exp', mean + sigma * z)),
+}
+_POSITIVE = {'exponential': ('scale', 0), 'weibull': ('a', 1), 'pareto': ('a', 1),
+             'power': ('a', 1), 'lognormal': ('sigma', 0),
+             'rayleigh': ('scale', 0)}   # (name, strictly: MXNet's a > 0)
+_DEFAULTS = {'gamma': {'scale': 1.0}, 'exponential': {'scale': 1.0},
+             'laplace': {'loc': 0.0, 'scale': 1.0}, 'logistic': {'loc': 0.0, 'scale': 1.0},
+             'gumbel': {'loc': 0.0, 'scale': 1.0}, 'rayleigh': {'scale': 1.0},
+             'lognormal': {'mean': 0.0, 'sigma': 1.0}, 'poisson': {'lam': 1.0}}
+
+
+def _op(name, x):
+    return invoke(OPS[name], (x,))
+
+
+def _check_params(name, names, vals):
+    """NumPy's ValueError for a negative scale (raised here, not from the engine)."""
+    if name not in _POSITIVE or _POSITIVE[name][0] not in names:
+        return
+    i = names.index(_POSITIVE[name][0])
+    if i < len(vals) and not isinstance(vals[i], NDArray):
+        v = _np.asarray(vals[i])
+        if _np.any(v <= 0 if _POSITIVE[name][1] else v < 0):
+            raise ValueError(f'{name}: {names[i]} must be '
+                             f'{"> 0" if _POSITIVE[name][1] else ">= 0"}, got {vals[i]}')
+
+
+def _pathwise(name, vals, size, dtype, ctx):
+    defaults, std, apply = _PATHWISE[name]
+    vals = list(vals) + list(defaults[len(vals):])
+    shape = _size(size) if size is not None else _np.broadcast_shapes(
+        *[_np.shape(v) for v in vals])
+    z = _draw(name, std, (), shape, dtype, ctx or _ctx_of(*vals))
+    return apply(z, *vals)
+
+
 def _simple(name, method, params_doc):
     def fn(*args, size=None, dtype=None, ctx=None, device=None, out=None, **kw):
         names = params_doc.split(',') if params_doc else []
-        vals = list(args) + [kw.pop(k) for k in names[len(args):] if k in kw]
+        if len(args) > len(names):           # NumPy's order: the parameters, then size
+            if len(args) > len(names) + 1 or size is not None:
+                raise TypeError(f'{name}: takes {params_doc} and size positionally, '
+                                f'got {len(args)} positional arguments')
+            args, size = args[:-1], args[-1]
+        vals = list(args)
+        for k in names[len(args):]:      # keywords, else NumPy's default, in order
+            if k not in kw and k not in _DEFAULTS.get(name, {}):
+                raise TypeError(f'{name}: missing the parameter {k!r}')
+            vals.append(kw.pop(k) if k in kw else _DEFAULTS[name][k])
         if kw:
             raise TypeError(f'{name}: unexpected keywords {sorted(kw)}')
+        _check_params(name, names, vals)
+        if name in _PATHWISE and _arr_param(*vals):
+            return _into(out, _pathwise(name, vals, size, dtype, ctx or device))
         return _into(out, _draw(name, method, vals, size, dtype, ctx or device))
     fn.__name__ = name
     fn.__doc__ = f'Samples of NumPy\'s ``{method}`` ({params_doc}), float32.'

@@ -30,10 +30,25 @@ def _variant(base, name, **body):
     return register(type(f'Np{type(base).__name__}', (type(base),), body))
 
 
+def _check_nonempty(op, shape, axis):
+    """max/min/argmax/argmin have no identity: reducing a zero-length axis is
+    an error, raised at once (not later, from the engine), as MXNet's is."""
+    axes = range(len(shape)) if axis is None else norm_axis(op.name, axis, len(shape))
+    if builtins.any(shape[i] == 0 for i in axes if i < len(shape)):
+        raise ValueError(f"operator '{op.name}': zero-size array {tuple(shape)} has no "
+                         f"{op.name.split('_')[-1]} over axis {axis}")
+
+
+def _nonempty_infer(self, shapes, dtypes, axis=None, keepdims=False):
+    _check_nonempty(self, shapes[0], axis)
+    return type(self).__mro__[1].infer(self, shapes, dtypes, axis, keepdims)
+
+
 for _base, _name in [('sum', '_np_sum'), ('max', '_np_max'), ('min', '_np_min'),
                      ('prod', '_np_prod'), ('nansum', '_np_nansum'),
                      ('nanprod', '_np_nanprod'), ('norm', '_npi_norm')]:
-    _variant(OPS[_base], _name)
+    _variant(OPS[_base], _name, **({'infer': _nonempty_infer} if _base in ('max', 'min')
+                                   else {}))
 
 
 def _mean_forward(self, a, axis=None, keepdims=False):
@@ -48,6 +63,7 @@ _variant(OPS['mean'], '_npi_mean', forward=_mean_forward,
 
 
 def _arg_infer(self, shapes, dtypes, axis=None, keepdims=False):
+    _check_nonempty(self, shapes[0], axis)
     if axis is None:
         return ((1,) * len(shapes[0]) if keepdims else ()), _np.dtype(_np.int64)
     shape, dtype = _br.ReduceOp.infer(self, shapes, dtypes, axis, keepdims)
@@ -60,19 +76,43 @@ for _base, _name in [('argmax', '_npi_argmax'), ('argmin', '_npi_argmin')]:
              getattr(a, f)(axis=axis, keepdims=keepdims).astype(_np.int64))
 
 
+def _acc_cast(a, dtype):
+    """``(a, dtype to give)``: floats accumulate in at least float32 (MXNet's
+    accumulation type; float16 sums drift otherwise), then become ``dtype``."""
+    out = _np.dtype(dtype) if dtype is not None else a._dtype
+    if out.kind == 'f' and (a._dtype.kind == 'f' or a._dtype != out):
+        acc = builtins.max(out, a._dtype if a._dtype.kind == 'f' else out,
+                           _np.dtype(_np.float32), key=lambda d: d.itemsize)
+        return a.astype(acc, copy=False), out
+    if dtype is not None:
+        a = a.astype(dtype, copy=False)
+    return a, None
+
+
 def _reduce(opname, a, axis, keepdims, dtype=None, out=None):
     a = asarray(a)
-    if dtype is not None:
+    give = None
+    if opname in ('_np_sum', '_np_prod', '_npi_mean'):
+        a, give = _acc_cast(a, dtype)
+    elif dtype is not None:
         a = a.astype(dtype, copy=False)
     elif a._dtype == _np.bool_ and opname in ('_np_sum', '_np_prod'):
         a = a.astype(_np.int64)          # NumPy counts booleans
     if isinstance(axis, list):
         axis = tuple(axis)
+    if axis == ():                   # NumPy: reduce over no axis (the op's dtype rule
+        a, axis, keepdims = a.reshape(a._shape + (1,)), -1, False   # still applies)
     res = invoke(OPS[opname], (a,), {'axis': axis, 'keepdims': bool(keepdims)})
-    if out is not None:
-        out[...] = res
-        return out
-    return res
+    if give is not None and res._dtype != give:
+        res = res.astype(give)
+    return _reduce_into(res, out)
+
+
+def _reduce_into(res, out):
+    if out is None:
+        return res
+    out[...] = res
+    return out
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -189,14 +229,14 @@ def _ones_like(a):
 
 def all(a, axis=None, out=None, keepdims=False):
     """Whether every element (over ``axis``) is nonzero, as bool."""
-    a = asarray(a)
-    return _reduce('_np_min', a != 0, axis, keepdims, None, out)
+    res = _reduce('_np_sum', asarray(a) == 0, axis, keepdims)   # (True when empty)
+    return _reduce_into(res == 0, out)
 
 
 def any(a, axis=None, out=None, keepdims=False):
     """Whether some element (over ``axis``) is nonzero, as bool."""
-    a = asarray(a)
-    return _reduce('_np_max', a != 0, axis, keepdims, None, out)
+    res = _reduce('_np_sum', asarray(a) != 0, axis, keepdims)
+    return _reduce_into(res > 0, out)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
@@ -250,9 +290,9 @@ def quantile(a, q, axis=None, out=None, overwrite_input=None,
 def cumsum(a, axis=None, dtype=None, out=None):
     """The running sum along ``axis`` (flattened if None): a product with a
     triangular matrix of ones, so the gradient is the op table's ``dot``."""
-    a = asarray(a)
-    if dtype is not None:
-        a = a.astype(dtype, copy=False)
+    a, give = _acc_cast(asarray(a), dtype)
+    if give is not None and give != a._dtype:
+        return cumsum(a, axis).astype(give)
     if axis is None:
         a, axis = a.reshape(-1), 0
     axis = norm_axis('cumsum', axis, a.ndim)[0]

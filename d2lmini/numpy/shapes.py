@@ -7,6 +7,7 @@ new op is ``_npi_einsum``, whose gradient is an einsum too.
 """
 import numpy as _np
 
+from ..base import as_mxnet_error
 from ..ndarray.ndarray import NDArray, invoke
 from ..ndarray.registry import OPS, Case, Op, register, norm_axis
 from ..ndarray.op_utils import _xp
@@ -351,7 +352,7 @@ def dot(a, b, out=None):
 
 def _vec_dot(a, b):
     if a.shape != b.shape:
-        raise ValueError(f'dot: shapes {a.shape} and {b.shape} not aligned')
+        raise as_mxnet_error(ValueError(f'dot: shapes {a.shape} and {b.shape} not aligned'))
     from .reductions import sum as _sum
     return _sum(a * b)
 
@@ -396,13 +397,16 @@ def tensordot(a, b, axes=2):
     ax_a = [x % a.ndim for x in ax_a]
     ax_b = [x % b.ndim for x in ax_b]
     if [a.shape[i] for i in ax_a] != [b.shape[i] for i in ax_b]:
-        raise ValueError(f'tensordot: shape mismatch for sum: shapes {a.shape} '
-                         f'(axes {ax_a}) and {b.shape} (axes {ax_b})')
+        raise as_mxnet_error(ValueError(   # (an MXNetError too, as MXNet's)
+            f'tensordot: shape mismatch for sum: shapes {a.shape} (axes {ax_a}) '
+            f'and {b.shape} (axes {ax_b})'))
     free_a = [i for i in range(a.ndim) if i not in ax_a]
     free_b = [i for i in range(b.ndim) if i not in ax_b]
     k = int(_np.prod([a.shape[i] for i in ax_a]))
-    at = transpose(a, free_a + ax_a).reshape(-1, k)
-    bt = transpose(b, ax_b + free_b).reshape(k, -1)
+    m = int(_np.prod([a.shape[i] for i in free_a]))   # (no -1: k or m may be 0)
+    n = int(_np.prod([b.shape[i] for i in free_b]))
+    at = transpose(a, free_a + ax_a).reshape(m, k)
+    bt = transpose(b, ax_b + free_b).reshape(k, n)
     r = invoke(OPS['dot'], (at, bt))
     return r.reshape(tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b))
 

@@ -14,7 +14,9 @@ from .ops import _np
 
 __all__ = ['seed', 'uniform_n', 'normal_n', 'bernoulli']
 
-seed = _ndr.seed
+def seed(seed, ctx='all'):     # pylint: disable=redefined-outer-name
+    """Seed the generators (all contexts, or ``ctx``); MXNet's keyword is ``seed``."""
+    _ndr.seed(seed, ctx)
 
 
 def _shape(batch_shape, *params):

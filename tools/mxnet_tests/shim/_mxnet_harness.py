@@ -40,9 +40,24 @@ for _old, _new in [('NaN', _np.nan), ('NAN', _np.nan), ('Inf', _np.inf),
                    ('int', int), ('bool', bool), ('object', object),
                    ('str', str), ('complex', complex), ('long', int),
                    ('unicode', str), ('float_', _np.float64),
-                   ('complex_', _np.complex128)]:
+                   ('complex_', _np.complex128), ('round_', _np.round)]:
     if _old not in _np.__dict__:
         setattr(_np, _old, _new)
+
+
+def _interpolation_keyword(fn):
+    """NumPy 2 renamed percentile/quantile's ``interpolation=`` to ``method=``."""
+    def wrapped(*args, interpolation=None, **kw):
+        if interpolation is not None:
+            kw['method'] = interpolation
+        return fn(*args, **kw)
+    wrapped.__name__, wrapped.__doc__ = fn.__name__, fn.__doc__
+    return wrapped
+
+
+if _np.lib.NumpyVersion(_np.__version__) >= '2.0.0':
+    for _name in ('percentile', 'quantile', 'nanpercentile', 'nanquantile'):
+        setattr(_np, _name, _interpolation_keyword(getattr(_np, _name)))
 
 _UPSTREAM = os.path.realpath(os.environ.get('MXH_UPSTREAM_DIR', '/nonexistent'))
 _RESULTS = os.environ.get('MXH_RESULTS')
