@@ -278,3 +278,13 @@ def test_gradients_of_zero_size_inputs():
         y = a.sum() + a.mean(axis=0).sum() + np.take(a, np.array([0, 2]), axis=0).sum()
     y.backward()
     assert float(y) == 0 and a.grad.shape == (3, 0)
+
+
+def test_reshape_gives_a_new_array_as_mxnet():
+    # MXNet 1.9.1 (unlike NumPy): writing into x.reshape(...) leaves x alone,
+    # as d2l.ai's ndarray chapter shows (X = x.reshape(3, 4); X[:2, :] = 12).
+    x = np.arange(12)
+    X = x.reshape(3, 4)
+    X[:2, :] = 12
+    onp.testing.assert_array_equal(x.asnumpy(), onp.arange(12, dtype='float32'))
+    assert x.reshape(12) is not x

@@ -689,8 +689,15 @@ class HybridBlock(Block):
         graph = self.__dict__.get('_cached_graph')
         if graph and not kwargs:
             return graph(flat, ctx)
-        # First call (or a Block that cannot be traced): imperatively, which
-        # also finishes deferred initialization; then trace the graph.
+        if graph is None and not kwargs and self._initialized():
+            # First call with every Parameter known: as MXNet, only the
+            # symbolic pass runs hybrid_forward (F = mx.sym), then the graph.
+            graph = self.__dict__['_cached_graph'] = self._trace(args)
+            if graph:
+                return graph(flat, ctx)
+        # First call with Parameters still deferred (or a Block that cannot be
+        # traced): imperatively, which also finishes their initialization;
+        # then trace the graph.
         _HYBRID.inside = True
         try:
             with ctx:
@@ -700,6 +707,10 @@ class HybridBlock(Block):
         if graph is None and not kwargs:
             self.__dict__['_cached_graph'] = self._trace(args)
         return out
+
+    def _initialized(self):
+        """Whether every Parameter of this Block and its children has data."""
+        return all(p._data is not None for p in self.collect_params().values())
 
     def _trace(self, args):
         """The CachedGraph of this Block, or False (with a warning) if its

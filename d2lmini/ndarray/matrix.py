@@ -123,6 +123,18 @@ class NpReshapeOp(Op):
 
 
 @register
+class NpiReshapeOp(type(NpReshapeOp)):      # register gives the instance
+    """``np.ndarray.reshape`` as MXNet 1.9.1 runs it: a new array, not a view
+    (after ``X = x.reshape(3, 4); X[0] = 1``, ``x`` is unchanged in MXNet,
+    where NumPy would change it)."""
+    name = '_npi_reshape'
+    cases = (Case((3, 4), shape=(2, 6)),)
+
+    def forward(self, a, shape):
+        return a.reshape(shape).copy()
+
+
+@register
 class FlattenOp(Op):
     """Collapse all axes but the first: (N, a, b, ...) -> (N, a*b*...)."""
     name = 'flatten'

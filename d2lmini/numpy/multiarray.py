@@ -315,9 +315,8 @@ class ndarray(NDArray):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = _norm_shape(shape, self.size)
-        if shape == self._shape:
-            return invoke(OPS['_identity'], (self,))
-        return invoke(OPS['_np_reshape'], (self,), {'shape': shape})
+        # A new array, as MXNet's (NumPy's would be a view of this one).
+        return invoke(OPS['_npi_reshape'], (self,), {'shape': shape})
 
     def flatten(self, order='C'):
         """A 1-D copy of the array (NumPy's ``flatten``)."""
