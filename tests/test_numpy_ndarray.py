@@ -288,3 +288,14 @@ def test_reshape_gives_a_new_array_as_mxnet():
     X[:2, :] = 12
     onp.testing.assert_array_equal(x.asnumpy(), onp.arange(12, dtype='float32'))
     assert x.reshape(12) is not x
+
+
+def test_repr_and_format_as_mxnet():
+    # MXNet 1.9.1's printed forms: float32 unnamed even where NumPy would put
+    # the dtype on a line of its own, other dtypes named (int64 too).
+    assert repr(np.arange(12)) == ('array([ 0.,  1.,  2.,  3.,  4.,  5.,  6.,  7.,  '
+                                   '8.,  9., 10., 11.])')
+    assert repr(np.array([1, 2], dtype='int64')) == 'array([1, 2], dtype=int64)'
+    assert f'{np.array(2.5):.2f}' == '2.50'
+    with pytest.raises(TypeError, match='cannot format'):
+        f'{np.ones(2):.2f}'

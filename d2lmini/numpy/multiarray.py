@@ -158,9 +158,16 @@ class ndarray(NDArray):
         return self.asnumpy().item()
 
     def __repr__(self):
+        """NumPy's repr, but as MXNet's: float32 (the default here) is not
+        named, every other dtype is (int64 too), a device other than the
+        CPU is (``ctx=gpu(0)``)."""
         s = repr(self.asnumpy())
-        if self._dtype == _np.float32:
-            s = s.replace(', dtype=float32', '')
+        head, _, last = s.rpartition(',')
+        if 'dtype=' in last:                 # NumPy named it, maybe on a new line
+            if self._dtype == _np.float32:
+                s = head + ')'
+        elif self._dtype not in (_np.float32, _np.bool_):
+            s = f'{s[:-1]}, dtype={self._dtype})'
         if self._ctx.device_type != 'cpu':
             s = s[:-1] + f', ctx={self._ctx})'
         return s
@@ -173,9 +180,12 @@ class ndarray(NDArray):
         return id(self)
 
     def __format__(self, spec):
-        if spec and self.size == 1:          # f'{x:.5f}' of a 0-d array
+        if not self._shape:                  # f'{x:.5f}' of a 0-d array
             return format(self.item(), spec)
-        return format(str(self), spec)
+        if spec:
+            raise TypeError(f'cannot format an mx.np.ndarray of shape {self._shape} '
+                            f'with {spec!r}; format x.item() or a 0-d array')
+        return str(self)
 
     # -- operators: flat, as nd's, so the dispatch costs the same -----------------
     def __add__(self, o):

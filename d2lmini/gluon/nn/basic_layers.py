@@ -22,6 +22,7 @@ from ... import initializer
 from ... import ndarray as nd
 from ...ndarray import NDArray, invoke
 from ...ndarray.registry import OPS
+from ...util import is_np_array
 from ..block import Block, HybridBlock
 
 __all__ = ['Sequential', 'HybridSequential', 'Dense', 'Dropout', 'Embedding',
@@ -158,7 +159,8 @@ class Dense(HybridBlock):
 
     def __repr__(self):
         shape = self.weight.shape
-        return (f'{type(self).__name__}({shape[1] if shape[1] else None} -> '
+        unknown = -1 if is_np_array() else None     # as MXNet prints each mode
+        return (f'{type(self).__name__}({shape[1] if shape[1] else unknown} -> '
                 f'{shape[0]}, {self.act if self.act else "linear"})')
 
 
