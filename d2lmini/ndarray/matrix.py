@@ -106,7 +106,7 @@ class NpReshapeOp(Op):
     """``mx.np``'s reshape: ``shape`` is literal (a 0 is a zero-length axis,
     not MXNet's copy code); ``ndarray.reshape`` resolves its -1 first."""
     name = '_np_reshape'
-    cases = (Case((3, 4), shape=(2, 6)), Case((2, 0, 3), shape=(0, 2)))
+    cases = (Case((3, 4), shape=(2, 6)),)    # zero-size: tests/test_numpy_ndarray.py
 
     def infer(self, shapes, dtypes, shape):
         shape = tuple(int(s) for s in shape)
