@@ -52,7 +52,7 @@ def test_mxnet_dtype_rules_and_0d():
     assert xi.mean().dtype == onp.float32 and xi.sum().dtype == onp.int32
     assert (x > 2).dtype == onp.bool_ and x[x > 2].shape == (4,)
     assert np.arange(5).dtype == onp.float32 and np.array([1, 2]).dtype == onp.float32
-    assert repr(np.array([1., 2.])) == 'array([1., 2.])'
+    assert repr(np.array([1., 2.], ctx=mx.cpu())) == 'array([1., 2.])'
     assert f'{x.sum():.1f}' == '21.0'
 
 
@@ -293,9 +293,10 @@ def test_reshape_gives_a_new_array_as_mxnet():
 def test_repr_and_format_as_mxnet():
     # MXNet 1.9.1's printed forms: float32 unnamed even where NumPy would put
     # the dtype on a line of its own, other dtypes named (int64 too).
-    assert repr(np.arange(12)) == ('array([ 0.,  1.,  2.,  3.,  4.,  5.,  6.,  7.,  '
-                                   '8.,  9., 10., 11.])')
-    assert repr(np.array([1, 2], dtype='int64')) == 'array([1, 2], dtype=int64)'
+    cpu = mx.cpu()
+    assert repr(np.arange(12, ctx=cpu)) == ('array([ 0.,  1.,  2.,  3.,  4.,  5.,  '
+                                            '6.,  7.,  8.,  9., 10., 11.])')
+    assert repr(np.array([1, 2], dtype='int64', ctx=cpu)) == 'array([1, 2], dtype=int64)'
     assert f'{np.array(2.5):.2f}' == '2.50'
     with pytest.raises(TypeError, match='cannot format'):
         f'{np.ones(2):.2f}'

@@ -70,10 +70,12 @@ def _camel(name):
 for _name, _f in _COMPARE.items():
     register(type(f'Npi{_camel(_name)}Op', (NpCompareOp,), {
         'name': f'_npi_{_name}',
-        'forward': staticmethod(lambda a, b, f=_f: _xp(a).asarray(f(a, b)))}))
+        # the ufunc of the array's own module (NumPy's, or CuPy's on a GPU)
+        'forward': staticmethod(lambda a, b, n=_f.__name__: getattr(_xp(a), n)(a, b))}))
     register(type(f'Npi{_camel(_name)}ScalarOp', (NpCompareScalarOp,), {
         'name': f'_npi_{_name}_scalar',
-        'forward': staticmethod(lambda a, scalar, f=_f: _xp(a).asarray(f(a, scalar)))}))
+        'forward': staticmethod(
+            lambda a, scalar, n=_f.__name__: _xp(a).asarray(getattr(_xp(a), n)(a, scalar)))}))
 
 
 class NpPredicateOp(Op):

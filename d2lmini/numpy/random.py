@@ -10,7 +10,7 @@ samplers).
 """
 import numpy as _np
 
-from ..context import current_context
+from ..context import cpu, current_context
 from ..ndarray.ndarray import NDArray, invoke
 from ..ndarray.registry import OPS
 from ..ndarray import random as _ndr
@@ -71,7 +71,12 @@ def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out
             _np.shape(loc), _np.shape(scale))
         z = _draw('normal', 'standard_normal', (), shape, dtype, ctx or _ctx_of(loc, scale))
         return loc + scale * z
-    return _into(out, _draw('normal', 'normal', (loc, scale), size, dtype, ctx))
+    # standard_normal, scaled: CuPy's Generator has no normal()
+    _check_scale = float(scale)
+    if _check_scale < 0:
+        raise ValueError(f'normal: scale must be >= 0, got {scale}')
+    z = _draw('normal', 'standard_normal', (), size, dtype, ctx)
+    return _into(out, z * scale + loc if (scale, loc) != (1.0, 0.0) else z)
 
 
 def _ctx_of(*ps):
@@ -123,9 +128,10 @@ def choice(a, size=None, replace=True, p=None, ctx=None, device=None, out=None):
     n = a if isinstance(a, (int, _np.integer)) else asarray(a).shape[0]
     pp = p.asnumpy() if isinstance(p, NDArray) else p
     idx = _draw('choice', 'choice', (int(n),), size, 'int64', ctx, 'int64') \
-        if pp is None and replace else _np_class(_ndr._sample_scalar(
+        if pp is None and replace else _np_class(_ndr._sample_scalar(   # p: on the host
             lambda g, s: g.choice(int(n), size=s, replace=replace, p=pp),
-            _size(size), ctx or current_context(), _np.dtype('int64'), 'choice'))
+            _size(size), cpu(), _np.dtype('int64'), 'choice')).as_in_context(
+                ctx or current_context())
     if isinstance(a, (int, _np.integer)):
         return _into(out, idx)
     from .host import take
@@ -154,9 +160,9 @@ def multinomial(n, pvals, size=None):
     (int64, shape ``size + (len(pvals),)``)."""
     pv = pvals.asnumpy() if isinstance(pvals, NDArray) else _np.asarray(pvals)
     shape = _size(size) + (len(pv),)
-    return _np_class(_ndr._sample_scalar(
+    return _np_class(_ndr._sample_scalar(                     # pvals: on the host
         lambda g, s: g.multinomial(n, pv, size=_size(size) or None), shape,
-        current_context(), _np.dtype('int64'), 'multinomial'))
+        cpu(), _np.dtype('int64'), 'multinomial')).as_in_context(current_context())
 
 
 def bernoulli(prob=None, logit=None, size=None, dtype=None, ctx=None, device=None):
