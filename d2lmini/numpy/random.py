@@ -72,9 +72,7 @@ def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out
         z = _draw('normal', 'standard_normal', (), shape, dtype, ctx or _ctx_of(loc, scale))
         return loc + scale * z
     # standard_normal, scaled: CuPy's Generator has no normal()
-    _check_scale = float(scale)
-    if _check_scale < 0:
-        raise ValueError(f'normal: scale must be >= 0, got {scale}')
+    _check_params('normal', ('loc', 'scale'), (loc, scale))
     z = _draw('normal', 'standard_normal', (), size, dtype, ctx)
     return _into(out, z * scale + loc if (scale, loc) != (1.0, 0.0) else z)
 
@@ -187,7 +185,7 @@ _PATHWISE = {   # name: (defaults, standard sampler, how the parameters act on z
 }
 _POSITIVE = {'exponential': ('scale', 0), 'weibull': ('a', 1), 'pareto': ('a', 1),
              'power': ('a', 1), 'lognormal': ('sigma', 0),
-             'rayleigh': ('scale', 0)}   # (name, strictly: MXNet's a > 0)
+             'rayleigh': ('scale', 0), 'normal': ('scale', 0)}   # (name, strictly)
 _DEFAULTS = {'gamma': {'scale': 1.0}, 'exponential': {'scale': 1.0},
              'laplace': {'loc': 0.0, 'scale': 1.0}, 'logistic': {'loc': 0.0, 'scale': 1.0},
              'gumbel': {'loc': 0.0, 'scale': 1.0}, 'rayleigh': {'scale': 1.0},
