@@ -62,14 +62,14 @@ FRAME = 64 << 20              # the largest frame anybody sends
 log = logging.getLogger('d2lmini.kvstore.dist')
 
 _UINT = ('seq', 'part', 'rank', 'pid', 'port', 'wish', 'num_update', 'n',
-         'num_worker', 'num_server')
+         'num_worker', 'num_server', 'id')
 _STR = ('op', 'node', 'role', 'host', 'waiting', 'message', 'sid', 'to',
-        'key_type')
+        'key_type', 'model', 'device', 'input', 'dtype')   # (last 4: d2lmini.serve)
 #: The type of every header field that any node reads (None is allowed for
 #: all of them: a handler that needs a field says so).
 FIELDS = dict({k: int for k in _UINT}, **{k: str for k in _STR},
               key=(int, str), for_s=float, sync=bool, spec=dict, layout=dict,
-              counts=dict, servers=list)
+              counts=dict, servers=list, names=list, shape=list)
 
 
 class BadMessage(ValueError):

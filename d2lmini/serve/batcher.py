@@ -1,0 +1,172 @@
+"""Dynamic batching: requests that arrive one by one leave as batches.
+
+A forward pass over 32 examples costs far less than 32 passes over one
+(one call instead of 32, and matrix products instead of vector ones), so a
+server that waits a little to gather requests serves more of them.  The
+rule, as in Triton's dynamic batcher:
+
+1. wait for a free worker (while every worker is busy, requests simply
+   queue up: the busier the server, the larger its batches);
+2. then wait until ``max_batch_size`` examples are queued, or the oldest
+   request has waited ``max_delay`` seconds, whichever comes first;
+3. take whole requests, oldest first, up to ``max_batch_size`` examples
+   (a request larger than that goes alone), stack them, run them as one
+   forward pass on that worker, and split the outputs back by request.
+
+The queue is bounded: :meth:`Batcher.submit` raises :class:`QueueFull`
+when ``max_queue`` requests wait, and the server answers 503 with
+``Retry-After`` rather than letting latency grow without limit.  A request
+whose caller stopped waiting (its timeout passed, its client went away) is
+dropped when its turn comes.  A batch whose worker died goes back to the
+front of the queue once; the second time its requests fail.
+"""
+import asyncio
+import collections
+import time
+
+import numpy as np
+
+from .workers import NoWorkers, WorkerError, WorkerLost
+
+__all__ = ['Batcher', 'Request', 'QueueFull', 'Unavailable']
+
+
+class QueueFull(RuntimeError):
+    """The queue holds ``max_queue`` requests already (answer 503)."""
+
+
+class Unavailable(RuntimeError):
+    """No worker could run the request (answer 503)."""
+
+
+class Request:
+    """One request's examples ``x`` (``n`` of them) and the future of its outputs."""
+    __slots__ = ('x', 'n', 'future', 'arrived', 'tries')
+
+    def __init__(self, x):
+        self.x, self.n = x, len(x)
+        self.future = asyncio.get_running_loop().create_future()
+        self.arrived = time.monotonic()
+        self.tries = 0
+
+
+class Batcher:
+    """The queue of one model, and the loop that empties it into workers."""
+
+    def __init__(self, model, pool, max_batch_size=32, max_delay=0.005,
+                 max_queue=100, on_batch=None):
+        if max_batch_size < 1 or max_delay < 0 or max_queue < 1:
+            raise ValueError('max_batch_size and max_queue must be at least 1, '
+                             'max_delay at least 0')
+        self.model, self.pool = model, pool
+        self.max_batch_size, self.max_delay = max_batch_size, max_delay
+        self.max_queue = max_queue
+        self.on_batch = on_batch or (lambda size, seconds: None)
+        self.queue = collections.deque()
+        self.queued = 0                   # examples in the queue
+        self._want = 1                    # wake the loop at this many
+        self._grown = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    def submit(self, x):
+        """Queue the examples ``x`` (a batch axis first); the Request."""
+        if len(self.queue) >= self.max_queue:
+            raise QueueFull(f'{len(self.queue)} requests are queued for '
+                            f'{self.model!r}')
+        r = Request(x)
+        self.queue.append(r)
+        self.queued += r.n
+        if self.queued >= self._want:
+            self._grown.set()
+        return r
+
+    def __len__(self):
+        return len(self.queue)
+
+    async def _wait(self, want, timeout=None):
+        """Until ``want`` examples are queued, or ``timeout`` seconds."""
+        self._want = want
+        self._grown.clear()
+        timer = timeout is not None and asyncio.get_running_loop().call_later(
+            timeout, self._grown.set)
+        await self._grown.wait()
+        if timer:
+            timer.cancel()
+
+    def _drop_abandoned(self):
+        while self.queue and self.queue[0].future.done():
+            self.queued -= self.queue.popleft().n
+
+    def _take(self):
+        batch, size = [], 0
+        while self.queue:
+            r = self.queue[0]
+            if not r.future.done():
+                if batch and size + r.n > self.max_batch_size:
+                    break
+                batch.append(r)
+                size += r.n
+            self.queued -= self.queue.popleft().n
+        return batch
+
+    async def _loop(self):
+        while True:
+            self._drop_abandoned()
+            if not self.queue:
+                await self._wait(1)
+                continue
+            try:                                          # 1. a free worker
+                worker = await self.pool.acquire(self.model)
+            except NoWorkers as e:
+                for r in self.queue:
+                    if not r.future.done():
+                        r.future.set_exception(Unavailable(str(e)))
+                self.queue.clear()
+                self.queued = 0
+                continue
+            while True:                                   # 2. full, or late
+                self._drop_abandoned()
+                left = self.queue[0].arrived + self.max_delay - time.monotonic() \
+                    if self.queue else None
+                if not self.queue or self.queued >= self.max_batch_size or left <= 0:
+                    break
+                await self._wait(self.max_batch_size, left)
+            batch = self._take()                          # 3. stack, run, split
+            if not batch:
+                self.pool.release(worker)
+                continue
+            asyncio.get_running_loop().create_task(self._run(worker, batch))
+
+    async def _run(self, worker, batch):
+        x = batch[0].x if len(batch) == 1 else np.concatenate([r.x for r in batch])
+        start = time.monotonic()
+        try:
+            outs = await self.pool.run(worker, self.model, x)
+        except WorkerLost as e:
+            for r in reversed(batch):
+                r.tries += 1
+                if r.future.done():
+                    continue
+                if r.tries < 2:
+                    self.queue.appendleft(r)               # once more, first
+                    self.queued += r.n
+                else:
+                    r.future.set_exception(Unavailable(str(e)))
+            self._grown.set()
+            return
+        except WorkerError as e:
+            for r in batch:
+                if not r.future.done():
+                    r.future.set_exception(e)
+            self.pool.release(worker)
+            return
+        self.pool.release(worker)
+        self.on_batch(len(x), time.monotonic() - start)
+        i = 0
+        for r in batch:
+            if not r.future.done():
+                r.future.set_result([o[i:i + r.n] for o in outs])
+            i += r.n
+
+    def close(self):
+        self._task.cancel()

@@ -1,0 +1,306 @@
+"""The front end's side of the workers: who is there, who is free, who died.
+
+One ZeroMQ ROUTER socket, bound by the front end, hears every worker
+(:mod:`d2lmini.serve.worker`), wherever it runs: a process this front end
+started for one of its devices, or one started on another host.  A worker
+says ``hello``; the pool sends it every model (graph and parameters, over
+the wire); once it has ``loaded`` them all it is *ready*, and
+:meth:`WorkerPool.acquire` can hand it out.  :meth:`WorkerPool.run` sends
+it one batch and waits for the ``result``.
+
+A worker is gone when it stops beating (no heartbeat for ``dead_after``
+seconds), when the process this front end started for it exits, or when
+it answers something that cannot be true (a result for another batch, of
+the wrong length).  Its in-flight batch then fails with
+:class:`WorkerLost`, which the batcher answers by trying the requests once
+more on another worker; it leaves :meth:`describe` (``GET /models``), and
+is counted in ``lost``.
+
+Everything runs on the front end's asyncio loop (the same one tornado
+serves HTTP on): no locks, and a worker's state changes only between two
+``await``\\ s.
+"""
+import asyncio
+import itertools
+import logging
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import zmq
+import zmq.asyncio
+
+from ..kvstore.dist import wire
+
+log = logging.getLogger('d2lmini.serve')
+FRONTEND = 'frontend'       # the front end's name on the wire (a message's "to")
+HEARTBEAT_S = 0.1           # how often a worker says it is alive
+
+__all__ = ['WorkerPool', 'WorkerLost', 'WorkerError', 'NoWorkers']
+
+
+class WorkerLost(RuntimeError):
+    """The worker running a batch died (or lied) before answering."""
+
+
+class WorkerError(RuntimeError):
+    """The worker ran the batch and the forward pass raised."""
+
+
+class NoWorkers(RuntimeError):
+    """No worker is alive to run a batch."""
+
+
+class Worker:
+    """The front end's record of one worker."""
+
+    def __init__(self, peer, name, device, host, pid, sid):
+        self.peer, self.name, self.device = peer, name, device
+        self.host, self.pid, self.sid = host, pid, sid
+        self.started = time.time()
+        self.seen = time.monotonic()
+        self.state = 'loading'            # -> ready <-> busy; dead
+        self.loaded = set()
+        self.batch = None                 # (id, future, n) while busy
+        self.batches = 0
+        self.proc = None                  # the Popen, for a local worker
+
+    def describe(self):
+        return {'id': self.name, 'device': self.device, 'host': self.host,
+                'pid': self.pid, 'status': self.state.upper(),
+                'startTime': time.strftime('%Y-%m-%dT%H:%M:%S',
+                                           time.localtime(self.started)),
+                'batches': self.batches,
+                'gpu': self.device.startswith('gpu')}
+
+
+class WorkerPool:
+    """Workers for ``models`` (name -> :class:`~d2lmini.serve.model.ModelFiles`).
+
+    ``bind``: the address workers connect to (``127.0.0.1`` unless some
+    run on other hosts); ``port`` 0 picks a free one (:attr:`address`).
+    """
+
+    def __init__(self, models, bind='127.0.0.1', port=0, secret=None,
+                 dead_after=1.0, on_change=None):
+        self.models, self.secret = models, secret
+        self.dead_after = dead_after
+        self.on_change = on_change or (lambda: None)
+        self.workers = {}                 # name -> Worker (alive ones)
+        self.lost = []                    # (name, device, why) of the dead
+        self._ids = itertools.count(1)
+        self._freed = asyncio.Event()
+        self._zctx = zmq.asyncio.Context()
+        self._sock = wire.limit(self._zctx.socket(zmq.ROUTER))
+        self._sock.linger = 0
+        self._sock.router_mandatory = True       # a gone peer raises, not drops
+        if port:
+            self._sock.bind(f'tcp://{bind}:{port}')
+        else:
+            port = self._sock.bind_to_random_port(f'tcp://{bind}')
+        self.address = f'tcp://{bind}:{port}'
+        self._chan = wire.Channel(secret, name=FRONTEND)
+        self._procs = []
+        self._tasks = []
+
+    # ------------------------------------------------------------- starting
+    def start(self):
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._receive()),
+                       loop.create_task(self._watch())]
+
+    def spawn(self, device, env=None):
+        """Start a worker process on this machine for ``device``."""
+        env = dict(os.environ if env is None else env)
+        env.setdefault('OPENBLAS_NUM_THREADS', '1')   # one core per worker
+        pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env['PYTHONPATH'] = os.pathsep.join(
+            [pkg] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'd2lmini.serve.worker', '--frontend',
+             self.address, '--device', str(device), '--parent-pid', str(os.getpid())],
+            env=env, stdin=subprocess.DEVNULL)
+        self._procs.append(proc)
+        return proc
+
+    async def wait_ready(self, count, timeout=60.0):
+        """Wait until ``count`` workers are ready; raise ``TimeoutError``
+        (naming what is missing) after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.ready_count() < count:
+            exited = [p for p in self._procs if p.poll() is not None]
+            if exited and len(self._procs) - len(exited) + self.ready_count() < count:
+                raise RuntimeError(f'a worker process exited with status '
+                                   f'{exited[0].returncode} before it was ready')
+            if time.monotonic() > deadline:
+                raise TimeoutError(f'{self.ready_count()} of {count} workers ready '
+                                   f'after {timeout:g} s ({self.address})')
+            await asyncio.sleep(0.02)
+
+    def ready_count(self):
+        return sum(w.state in ('ready', 'busy') for w in self.workers.values())
+
+    # ------------------------------------------------------------- batches
+    async def acquire(self, model):
+        """The ready worker with ``model`` loaded that has been idle longest,
+        now busy; waits for one.  Raises :class:`NoWorkers` when none is
+        alive (or loading)."""
+        while True:
+            for w in self.workers.values():       # (in the order they freed up)
+                if w.state == 'ready' and model in w.loaded:
+                    w.state = 'busy'
+                    return w
+            if not self.workers:
+                raise NoWorkers('no worker is alive')
+            self._freed.clear()
+            await self._freed.wait()
+
+    def release(self, worker):
+        if worker.state == 'busy':
+            worker.state = 'ready'
+            worker.batch = None
+            self.workers[worker.name] = self.workers.pop(worker.name)   # to the end
+            self._freed.set()
+
+    async def run(self, worker, model, x):
+        """Run the batch ``x`` of ``model`` on ``worker`` (acquired):
+        the list of outputs, each with ``len(x)`` rows."""
+        if worker.state == 'dead':        # died while the batch was gathered
+            raise WorkerLost(f'worker {worker.name} on {worker.device} is gone')
+        bid = next(self._ids)
+        fut = asyncio.get_running_loop().create_future()
+        worker.batch = (bid, fut, len(x))
+        self._send(worker, 'batch', [x], id=bid, model=model)
+        return await fut
+
+    # ------------------------------------------------------------- messages
+    def _send(self, worker, op, arrays=(), **meta):
+        frames = self._chan.pack(op, arrays, dest=worker.sid, **meta)
+        try:
+            self._sock.send_multipart([worker.peer] + frames, copy=False)
+        except zmq.ZMQError as e:                  # host unreachable: gone
+            self._lose(worker, f'cannot send to it ({e})')
+
+    def _model_message(self, worker, files):
+        names = list(files.params)
+        arrays = [np.frombuffer(files.symbol_json.encode(), np.uint8)] + \
+            [files.params[k] for k in names]
+        self._send(worker, 'model', arrays, model=files.name, names=names,
+                   input=files.input_name, shape=list(files.input_shape),
+                   dtype=files.input_dtype)
+
+    async def _receive(self):
+        while True:
+            frames = await self._sock.recv_multipart(copy=False)
+            peer, frames = frames[0].bytes, frames[1:]
+            try:
+                h, arrays = self._chan.unpack(frames)
+            except wire.BadMessage as e:
+                log.warning('refused a message from a worker: %s', e)
+                continue
+            try:
+                self._handle(peer, h, arrays)
+            except Exception:                          # noqa: BLE001 -- keep serving
+                log.exception('could not handle a %r message', h.get('op'))
+
+    def _handle(self, peer, h, arrays):
+        op, name = h['op'], h.get('node')
+        if op == 'hello':
+            if not name or name in self.workers:
+                log.warning('refused a hello without a new name (%r)', name)
+                return
+            w = Worker(peer, name, h.get('device') or '?', h.get('host') or '?',
+                       h.get('pid'), h.get('sid'))
+            w.proc = next((p for p in self._procs if p.pid == w.pid
+                           and w.host == os.uname().nodename), None)
+            self.workers[name] = w
+            log.info('worker %s on %s says hello', name, w.device)
+            for files in self.models.values():
+                self._model_message(w, files)
+            self.on_change()
+            return
+        w = self.workers.get(name)
+        if w is None:
+            return                      # a worker already declared dead
+        w.seen = time.monotonic()
+        if op == 'loaded':
+            w.loaded.add(h.get('model'))
+            if w.state == 'loading' and set(self.models) <= w.loaded:
+                w.state = 'ready'
+                self._freed.set()
+                self.on_change()
+        elif op == 'failed':
+            self._lose(w, f'could not load {h.get("model")}: {h.get("message")}')
+            self._send(w, 'stop')
+        elif op in ('result', 'error'):
+            if w.batch is None or w.batch[0] != h.get('id'):
+                self._lose(w, f'answered batch {h.get("id")}, which it was not running')
+                return
+            _, fut, n = w.batch
+            w.batch = None
+            w.batches += 1
+            if fut.done():
+                return
+            if op == 'error':
+                fut.set_exception(WorkerError(h.get('message') or 'error'))
+            elif not arrays or any(a.ndim == 0 or len(a) != n for a in arrays):
+                self._lose(w, f'answered a batch of {n} with outputs of shapes '
+                              f'{[a.shape for a in arrays]}', fut)
+            else:
+                fut.set_result(arrays)
+
+    async def _watch(self):
+        """Heartbeats out, and the dead found: every 0.1 s."""
+        beat = 0
+        while True:
+            await asyncio.sleep(0.1)
+            now = time.monotonic()
+            beat += 1
+            for w in list(self.workers.values()):
+                if w.proc is not None and w.proc.poll() is not None:
+                    self._lose(w, f'its process exited with status {w.proc.returncode}')
+                elif now - w.seen > self.dead_after:
+                    self._lose(w, f'no heartbeat for {now - w.seen:.1f} s')
+                elif beat % 5 == 0:
+                    self._send(w, 'hb')
+
+    def _lose(self, w, why, fut=None):
+        if self.workers.pop(w.name, None) is None:
+            return
+        w.state = 'dead'
+        log.warning('worker %s on %s is gone: %s', w.name, w.device, why)
+        self.lost.append({'id': w.name, 'device': w.device, 'host': w.host,
+                          'reason': why})
+        fut = fut or (w.batch[1] if w.batch else None)
+        w.batch = None
+        if fut is not None and not fut.done():
+            fut.set_exception(WorkerLost(f'worker {w.name} on {w.device}: {why}'))
+        if w.proc is not None and w.proc.poll() is None:
+            w.proc.kill()
+        self._freed.set()                 # waiters re-check: maybe none left
+        self.on_change()
+
+    # ------------------------------------------------------------- the end
+    def describe(self):
+        return [w.describe() for w in self.workers.values()]
+
+    async def close(self, grace=2.0):
+        """Tell every worker to stop, wait for this front end's processes
+        (killing them after ``grace`` seconds), close the socket."""
+        for w in list(self.workers.values()):
+            self._send(w, 'stop')
+        await asyncio.sleep(0)
+        deadline = time.monotonic() + grace
+        while any(p.poll() is None for p in self._procs) and \
+                time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        for p in self._procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        for t in self._tasks:
+            t.cancel()
+        self._sock.close()
+        self._zctx.term()
