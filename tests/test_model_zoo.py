@@ -172,7 +172,7 @@ def test_pretrained_loads_the_checked_file(store, tmp_path):
     root.mkdir()
     staged.rename(root / f'resnet18_v1-{sha1[:8]}.params')
     again = vision.get_model('resnet18_v1', pretrained=True, root=str(root),
-                             classes=10, thumbnail=True)
+                             ctx=x.context, classes=10, thumbnail=True)
     np.testing.assert_array_equal(again(x).asnumpy(), y)
 
 
