@@ -22,16 +22,10 @@ from d2lmini.gluon.model_zoo.vision import resnet
 
 FIXTURES = pathlib.Path(__file__).parent / 'fixtures' / 'model_zoo'
 
-# As in make_mx191_resnet.py: key -> (net, block, layers, channels, thumbnail)
-TINY = {
-    'v1_basic': ('ResNetV1', 'BasicBlockV1', [1, 1, 1, 1], [4, 4, 6, 8, 10], True),
-    'v1_bottleneck': ('ResNetV1', 'BottleneckV1', [2, 1, 1, 1], [4, 8, 12, 16, 20],
-                      False),
-    'v2_basic': ('ResNetV2', 'BasicBlockV2', [1, 2, 1, 1], [4, 4, 6, 8, 10], True),
-    'v2_bottleneck': ('ResNetV2', 'BottleneckV2', [1, 1, 1, 1], [4, 4, 8, 12, 16],
-                      False),
-}
-EXPORTED = ('v1_basic', 'v2_bottleneck')
+# The tiny nets' shapes, as make_mx191_resnet.py built them: key ->
+# {net, block, layers, channels, thumbnail, exported}.
+TINY = json.loads((FIXTURES / 'mx191_tiny_nets.json').read_text())
+EXPORTED = sorted(k for k, spec in TINY.items() if spec['exported'])
 # Measured: at most 5.4e-7 from MXNet's outputs (|y| < 0.9) on the CPU.
 TOL = dict(rtol=1e-5, atol=1e-5)
 
@@ -43,10 +37,11 @@ def reference():
 
 
 def tiny(key):
-    net_cls, block_cls, layers, channels, thumbnail = TINY[key]
+    spec = TINY[key]
     with mx.name.NameManager():         # MXNet's counters, as in a fresh process
-        return getattr(resnet, net_cls)(getattr(resnet, block_cls), layers, channels,
-                                        classes=10, thumbnail=thumbnail)
+        return getattr(resnet, spec['net'])(getattr(resnet, spec['block']),
+                                            spec['layers'], spec['channels'],
+                                            classes=10, thumbnail=spec['thumbnail'])
 
 
 def _sha1(path):

@@ -60,7 +60,7 @@ def _projection(channels, stride, in_channels):
 class _ResidualV1(HybridBlock):
     """``relu(body(x) + downsample(x))``; the subclass fills ``body``."""
 
-    def __init__(self, channels, stride, downsample, in_channels, **kwargs):
+    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
         self.body = nn.HybridSequential(prefix='')
         self._build_body(channels, stride, in_channels)
@@ -103,9 +103,6 @@ class BasicBlockV1(_ResidualV1):
 
     _shortcut_first = True
 
-    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
-        super().__init__(channels, stride, downsample, in_channels, **kwargs)
-
     def _build_body(self, channels, stride, in_channels):
         self.body.add(_conv3x3(channels, stride, in_channels))
         self.body.add(nn.BatchNorm())
@@ -121,9 +118,6 @@ class BottleneckV1(_ResidualV1):
     Parameters are those of :class:`BasicBlockV1`.  (As in MXNet, the two 1x1
     convolutions of the body have a bias and infer their input channels.)
     """
-
-    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
-        super().__init__(channels, stride, downsample, in_channels, **kwargs)
 
     def _build_body(self, channels, stride, in_channels):
         self.body.add(nn.Conv2D(channels // 4, kernel_size=1, strides=stride))
@@ -143,7 +137,7 @@ class _ResidualV2(HybridBlock):
     by its own BatchNorm and ReLU; the projection (if any) reads the input
     after the first BatchNorm and ReLU, as MXNet's does."""
 
-    def __init__(self, channels, stride, downsample, in_channels, **kwargs):
+    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
         self._layers = self._build(channels, stride, in_channels)
         self.downsample = (_projection(channels, stride, in_channels)
@@ -168,9 +162,6 @@ class BasicBlockV2(_ResidualV2):
     """The basic block of ResNet V2 (18 and 34 layers): (BN, ReLU, 3x3 conv)
     twice.  Parameters are those of :class:`BasicBlockV1`."""
 
-    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
-        super().__init__(channels, stride, downsample, in_channels, **kwargs)
-
     def _build(self, channels, stride, in_channels):
         self.bn1 = nn.BatchNorm()
         self.conv1 = _conv3x3(channels, stride, in_channels)
@@ -183,9 +174,6 @@ class BottleneckV2(_ResidualV2):
     """The bottleneck block of ResNet V2 (50, 101, 152 layers): (BN, ReLU,
     conv) with a 1x1, a strided 3x3 and a 1x1 convolution.  Parameters are
     those of :class:`BasicBlockV1`."""
-
-    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
-        super().__init__(channels, stride, downsample, in_channels, **kwargs)
 
     def _build(self, channels, stride, in_channels):
         self.bn1 = nn.BatchNorm()
