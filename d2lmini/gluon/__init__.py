@@ -1,8 +1,8 @@
 """Gluon: the imperative high-level API (Blocks, layers, losses, Trainer, data).
 
 ``from d2lmini import gluon; from d2lmini.gluon import nn, rnn, loss as gloss``
-gives MXNet 1.x's ``gluon`` surface.  ``gluon.data`` and ``gluon.Trainer``
-load on first use.
+gives MXNet 1.x's ``gluon`` surface.  ``gluon.data``, ``gluon.Trainer`` and
+``gluon.model_zoo`` load on first use.
 """
 import importlib
 
@@ -13,12 +13,12 @@ from . import nn, loss, rnn, utils                              # noqa: F401
 
 __all__ = ['Parameter', 'Constant', 'ParameterDict', 'DeferredInitializationError',
            'Block', 'HybridBlock', 'SymbolBlock', 'Trainer', 'nn', 'loss', 'rnn', 'utils',
-           'data']
+           'data', 'model_zoo']
 
 
-def __getattr__(name):              # the data pipeline and Trainer load lazily
-    if name == 'data':
-        return importlib.import_module('.data', __name__)
+def __getattr__(name):   # the data pipeline, Trainer and model zoo load lazily
+    if name in ('data', 'model_zoo'):
+        return importlib.import_module('.' + name, __name__)
     if name == 'Trainer':
         return importlib.import_module('.trainer', __name__).Trainer
     raise AttributeError(f"module 'd2lmini.gluon' has no attribute {name!r}")
