@@ -224,6 +224,12 @@ class WorkerPool:
         w = self.workers.get(name)
         if w is None:
             return                      # a worker already declared dead
+        if op != 'hb' and peer != w.peer:
+            # (names are public: only the worker's own connection speaks for
+            # it; heartbeats come from a second socket of the worker's)
+            log.warning('refused a %r message for worker %s from another '
+                        'connection', op, name)
+            return
         w.seen = time.monotonic()
         if op == 'loaded':
             w.loaded.add(h.get('model'))
