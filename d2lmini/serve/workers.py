@@ -24,6 +24,7 @@ import asyncio
 import itertools
 import logging
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -103,6 +104,7 @@ class WorkerPool:
         self.address = f'tcp://{bind}:{port}'
         self._chan = wire.Channel(secret, name=FRONTEND)
         self._procs = []
+        self._spawned = {}                # name given -> Popen, until its hello
         self._tasks = []
 
     # ------------------------------------------------------------- starting
@@ -118,11 +120,15 @@ class WorkerPool:
         pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env['PYTHONPATH'] = os.pathsep.join(
             [pkg] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])
+        # A name nobody else knows yet: its hello, not a pid any peer could
+        # claim (GET /models shows pids), ties the worker to this process.
+        name = f'{socket.gethostname()}-{len(self._procs)}-{os.urandom(4).hex()}'
         proc = subprocess.Popen(
             [sys.executable, '-m', 'd2lmini.serve.worker', '--frontend',
-             self.address, '--device', str(device), '--parent-pid', str(os.getpid())],
-            env=env, stdin=subprocess.DEVNULL)
+             self.address, '--device', str(device), '--parent-pid', str(os.getpid()),
+             '--name', name], env=env, stdin=subprocess.DEVNULL)
         self._procs.append(proc)
+        self._spawned[name] = proc
         return proc
 
     async def wait_ready(self, count, timeout=60.0):
@@ -213,8 +219,7 @@ class WorkerPool:
                 return
             w = Worker(peer, name, h.get('device') or '?', h.get('host') or '?',
                        h.get('pid'), h.get('sid'))
-            w.proc = next((p for p in self._procs if p.pid == w.pid
-                           and w.host == os.uname().nodename), None)
+            w.proc = self._spawned.pop(name, None)
             self.workers[name] = w
             log.info('worker %s on %s says hello', name, w.device)
             for files in self.models.values():
