@@ -184,9 +184,15 @@ class WorkerPool:
     # ------------------------------------------------------------- messages
     def _send(self, worker, op, arrays=(), **meta):
         frames = self._chan.pack(op, arrays, dest=worker.sid, **meta)
-        try:
-            self._sock.send_multipart([worker.peer] + frames, copy=False)
-        except zmq.ZMQError as e:                  # host unreachable: gone
+        # (zmq.asyncio puts a send's error on the future it returns, never
+        # raises: read it.  DONTWAIT: a worker that does not read, its queue
+        # full, is dropped, not queued for inside zmq.asyncio.)
+        sent = self._sock.send_multipart([worker.peer] + frames, copy=False,
+                                         flags=zmq.DONTWAIT)
+        e = sent.exception() if sent.done() else None
+        if isinstance(e, zmq.Again):             # its queue full: not reading
+            self._lose(worker, 'it does not read its messages')
+        elif e is not None:                      # gone (router_mandatory)
             self._lose(worker, f'cannot send to it ({e})')
 
     def _model_message(self, worker, files):
