@@ -205,6 +205,9 @@ class WorkerPool:
 
     async def _receive(self):
         while True:
+            # (a message already queued is returned without yielding: let
+            # HTTP and the heartbeats run between two, even under a flood)
+            await asyncio.sleep(0)
             frames = await self._sock.recv_multipart(copy=False)
             peer, frames = frames[0].bytes, frames[1:]
             try:
