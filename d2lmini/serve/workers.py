@@ -309,6 +309,8 @@ class WorkerPool:
     async def close(self, grace=2.0):
         """Tell every worker to stop, wait for this front end's processes
         (killing them after ``grace`` seconds), close the socket."""
+        for t in self._tasks:        # (a worker stopping now is not lost)
+            t.cancel()
         for w in list(self.workers.values()):
             self._send(w, 'stop')
         await asyncio.sleep(0)
@@ -320,7 +322,5 @@ class WorkerPool:
             if p.poll() is None:
                 p.kill()
             p.wait()
-        for t in self._tasks:
-            t.cancel()
         self._sock.close()
         self._zctx.term()
