@@ -141,8 +141,12 @@ class WorkerPool:
                 raise RuntimeError(f'a worker process exited with status '
                                    f'{exited[0].returncode} before it was ready')
             if time.monotonic() > deadline:
+                loopback = self.address.startswith(('tcp://127.', 'tcp://localhost'))
+                hint = ('; a loopback address takes workers on this machine '
+                        'only: bind one the others reach (--host-ip)') if loopback else ''
                 raise TimeoutError(f'{self.ready_count()} of {count} workers ready '
-                                   f'after {timeout:g} s ({self.address})')
+                                   f'after {timeout:g} s (workers connect to '
+                                   f'{self.address}{hint})')
             await asyncio.sleep(0.02)
 
     def ready_count(self):
