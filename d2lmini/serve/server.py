@@ -287,6 +287,8 @@ def _parser():
     p.add_argument('--expect-workers', type=int,
                    help='wait for this many workers before serving (more than '
                         'the local or -H ones: workers started by hand)')
+    p.add_argument('--start-timeout', type=float, default=60.0,
+                   help='give up when the workers are not ready after this many seconds')
     return p
 
 
@@ -308,7 +310,7 @@ def main(argv=None):
             max_batch_delay_ms=a.max_batch_delay_ms, queue_size=a.queue_size,
             timeout_s=a.timeout_s, max_body=int(a.max_body_mb * (1 << 20)),
             worker_host=a.host_ip, worker_port=a.worker_port, hosts=hosts,
-            expect_workers=a.expect_workers)
+            expect_workers=a.expect_workers, start_timeout=a.start_timeout)
     except (model_mod.ModelError, ValueError, OSError) as e:
         print(f'python -m d2lmini.serve: {e}', file=sys.stderr)
         return 2

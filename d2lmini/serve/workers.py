@@ -24,6 +24,7 @@ import asyncio
 import itertools
 import logging
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -103,6 +104,7 @@ class WorkerPool:
         self.address = f'tcp://{bind}:{port}'
         self._chan = wire.Channel(secret, name=FRONTEND)
         self._procs = []
+        self._spawned = {}                # name given -> Popen, until its hello
         self._tasks = []
 
     # ------------------------------------------------------------- starting
@@ -118,11 +120,15 @@ class WorkerPool:
         pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env['PYTHONPATH'] = os.pathsep.join(
             [pkg] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])
+        # A name nobody else knows yet: its hello, not a pid any peer could
+        # claim (GET /models shows pids), ties the worker to this process.
+        name = f'{socket.gethostname()}-{len(self._procs)}-{os.urandom(4).hex()}'
         proc = subprocess.Popen(
             [sys.executable, '-m', 'd2lmini.serve.worker', '--frontend',
-             self.address, '--device', str(device), '--parent-pid', str(os.getpid())],
-            env=env, stdin=subprocess.DEVNULL)
+             self.address, '--device', str(device), '--parent-pid', str(os.getpid()),
+             '--name', name], env=env, stdin=subprocess.DEVNULL)
         self._procs.append(proc)
+        self._spawned[name] = proc
         return proc
 
     async def wait_ready(self, count, timeout=60.0):
@@ -135,8 +141,12 @@ class WorkerPool:
                 raise RuntimeError(f'a worker process exited with status '
                                    f'{exited[0].returncode} before it was ready')
             if time.monotonic() > deadline:
+                loopback = self.address.startswith(('tcp://127.', 'tcp://localhost'))
+                hint = ('; a loopback address takes workers on this machine '
+                        'only: bind one the others reach (--host-ip)') if loopback else ''
                 raise TimeoutError(f'{self.ready_count()} of {count} workers ready '
-                                   f'after {timeout:g} s ({self.address})')
+                                   f'after {timeout:g} s (workers connect to '
+                                   f'{self.address}{hint})')
             await asyncio.sleep(0.02)
 
     def ready_count(self):
@@ -178,9 +188,15 @@ class WorkerPool:
     # ------------------------------------------------------------- messages
     def _send(self, worker, op, arrays=(), **meta):
         frames = self._chan.pack(op, arrays, dest=worker.sid, **meta)
-        try:
-            self._sock.send_multipart([worker.peer] + frames, copy=False)
-        except zmq.ZMQError as e:                  # host unreachable: gone
+        # (zmq.asyncio puts a send's error on the future it returns, never
+        # raises: read it.  DONTWAIT: a worker that does not read, its queue
+        # full, is dropped, not queued for inside zmq.asyncio.)
+        sent = self._sock.send_multipart([worker.peer] + frames, copy=False,
+                                         flags=zmq.DONTWAIT)
+        e = sent.exception() if sent.done() else None
+        if isinstance(e, zmq.Again):             # its queue full: not reading
+            self._lose(worker, 'it does not read its messages')
+        elif e is not None:                      # gone (router_mandatory)
             self._lose(worker, f'cannot send to it ({e})')
 
     def _model_message(self, worker, files):
@@ -193,6 +209,9 @@ class WorkerPool:
 
     async def _receive(self):
         while True:
+            # (a message already queued is returned without yielding: let
+            # HTTP and the heartbeats run between two, even under a flood)
+            await asyncio.sleep(0)
             frames = await self._sock.recv_multipart(copy=False)
             peer, frames = frames[0].bytes, frames[1:]
             try:
@@ -213,8 +232,7 @@ class WorkerPool:
                 return
             w = Worker(peer, name, h.get('device') or '?', h.get('host') or '?',
                        h.get('pid'), h.get('sid'))
-            w.proc = next((p for p in self._procs if p.pid == w.pid
-                           and w.host == os.uname().nodename), None)
+            w.proc = self._spawned.pop(name, None)
             self.workers[name] = w
             log.info('worker %s on %s says hello', name, w.device)
             for files in self.models.values():
@@ -224,6 +242,12 @@ class WorkerPool:
         w = self.workers.get(name)
         if w is None:
             return                      # a worker already declared dead
+        if op != 'hb' and peer != w.peer:
+            # (names are public: only the worker's own connection speaks for
+            # it; heartbeats come from a second socket of the worker's)
+            log.warning('refused a %r message for worker %s from another '
+                        'connection', op, name)
+            return
         w.seen = time.monotonic()
         if op == 'loaded':
             w.loaded.add(h.get('model'))
@@ -289,6 +313,8 @@ class WorkerPool:
     async def close(self, grace=2.0):
         """Tell every worker to stop, wait for this front end's processes
         (killing them after ``grace`` seconds), close the socket."""
+        for t in self._tasks:        # (a worker stopping now is not lost)
+            t.cancel()
         for w in list(self.workers.values()):
             self._send(w, 'stop')
         await asyncio.sleep(0)
@@ -300,7 +326,5 @@ class WorkerPool:
             if p.poll() is None:
                 p.kill()
             p.wait()
-        for t in self._tasks:
-            t.cancel()
         self._sock.close()
         self._zctx.term()
