@@ -14,7 +14,8 @@ concurrent requests (``aiohttp``) in one of two ways:
   would send them.  Latency is measured from when a request was *due*, so
   a server that falls behind shows it (no "coordinated omission").
 
-Both return the throughput and the latency percentiles.
+Both return the throughput and the latency percentiles, and every
+request of the window as ``(due, latency, status)``, for a plot over time.
 """
 import asyncio
 import io
@@ -130,7 +131,7 @@ class ServerProcess:
 
 async def _load(url, body, headers, clients, rate, seconds, warmup, timeout):
     import aiohttp
-    lat, codes = [], {}
+    lat, codes, log = [], {}, []
     conn = aiohttp.TCPConnector(limit=0, force_close=False)
     tmo = aiohttp.ClientTimeout(total=timeout)
     loop = asyncio.get_running_loop()
@@ -149,6 +150,7 @@ async def _load(url, body, headers, clients, rate, seconds, warmup, timeout):
         end = loop.time()
         if due >= start and end <= stop:          # inside the window only
             codes[code] = codes.get(code, 0) + 1
+            log.append((due - start, end - due, code))
             if code == 200:
                 lat.append(end - due)
 
@@ -176,7 +178,8 @@ async def _load(url, body, headers, clients, rate, seconds, warmup, timeout):
     return {'rps': ok / seconds, 'ok': ok, 'codes': codes,
             'p50_ms': pct(50), 'p95_ms': pct(95), 'p99_ms': pct(99),
             'max_ms': float(lat[-1]) if len(lat) else float('nan'),
-            'clients': clients, 'rate': rate, 'seconds': seconds}
+            'clients': clients, 'rate': rate, 'seconds': seconds,
+            'requests': sorted(log, key=lambda r: r[0])}
 
 
 def load_test(url, body, content_type='application/x-npy', clients=None,
@@ -184,9 +187,11 @@ def load_test(url, body, content_type='application/x-npy', clients=None,
     """Drive ``url`` (POST ``body``) for ``seconds`` after ``warmup``:
     ``clients`` concurrent clients (closed loop) or ``rate`` requests per
     second (open loop).  Returns ``{'rps', 'p50_ms', 'p95_ms', 'p99_ms',
-    'max_ms', 'codes', ...}``, counting only requests sent and answered
-    inside the window.  Runs on a thread of its own, so it also works
-    inside a notebook (whose loop is already running)."""
+    'max_ms', 'codes', 'requests', ...}``, counting only requests sent and
+    answered inside the window; ``requests`` lists them as ``(due,
+    latency, status)``, in seconds from the window's start.  Runs on a
+    thread of its own, so it also works inside a notebook (whose loop is
+    already running)."""
     if (clients is None) == (rate is None):
         raise ValueError('give clients= (closed loop) or rate= (open loop)')
     headers = {'Content-Type': content_type}
