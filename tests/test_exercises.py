@@ -387,6 +387,55 @@ def test_symbolic_mlp_arg_shapes():
                  'fc1_weight: expected (256, 784), got (256, 28)')
 
 
+# === chapter 15: deploying a model ===========================================
+@exercise(check.serving.form_batches)
+def test_serving_form_batches():
+    assert_correct(check.serving.form_batches(
+        solutions('15_deploying').form_batches))
+
+    def mistaken(timer_from_free=False, strict=False):
+        """form_batches with the timer started when the worker is free (a
+        request that waited already waits again), or with only requests
+        that arrived strictly before the batch leaves (the request that
+        fills it is left out)."""
+        def form_batches(arrivals, max_batch_size, max_delay, service_time):
+            batches, free, i, n = [], 0, 0, len(arrivals)
+            while i < n:
+                start = arrivals[i]
+                if timer_from_free:
+                    start = max(free, start)
+                leave = start + max_delay
+                if i + max_batch_size - 1 < n:
+                    leave = min(leave, arrivals[i + max_batch_size - 1])
+                leave = max(free, leave)
+                last = min(i + max_batch_size, n)
+                members = [i] + [j for j in range(i + 1, last)
+                                 if arrivals[j] < leave or (
+                                     not strict and arrivals[j] == leave)]
+                batches.append((leave, members))
+                free, i = leave + service_time, i + len(members)
+            return batches
+        return form_batches
+    assert_wrong(check.serving.form_batches(mistaken(timer_from_free=True)),
+                 'arrivals=[0, 1, 2, 3, 4], max_batch_size=4, max_delay=10',
+                 'batch 1: expected it to leave at 14 ms with requests [4], '
+                 'got 18 ms with [4]')
+    assert_wrong(check.serving.form_batches(mistaken(strict=True)),
+                 'arrivals=[0, 1, 2, 3, 4], max_batch_size=4',
+                 'batch 0: expected it to leave at 3 ms with requests '
+                 '[0, 1, 2, 3], got 3 ms with [0, 1, 2]')
+    assert_correct(check.serving.form_batches(mistaken()))   # (the helper)
+
+    def worker_ignored(arrivals, max_batch_size, max_delay, service_time):
+        """Batches as if the worker were always free: they overlap."""
+        return solutions('15_deploying').form_batches(
+            arrivals, max_batch_size, max_delay, 0)
+    assert_wrong(check.serving.form_batches(worker_ignored),
+                 'arrivals=[0, 1, 2, 3, 10], max_batch_size=8, max_delay=0',
+                 'batch 1: expected it to leave at 5 ms with requests '
+                 '[1, 2, 3], got 1 ms with [1]')
+
+
 # === every check: the stub, and an exception in the learner's code ===========
 def test_every_chapter_has_an_exercise():
     chapters = {name.split('.')[0] for name in CHECKS}

@@ -32,7 +32,7 @@ from .. import ndarray as nd
 CHAPTERS = ('ndarray', 'autograd', 'engine', 'layers', 'lenet',
             'auto_parallelism', 'multi_device', 'data_parallel', 'kvstore',
             'model_parallelism', 'parameter_server', 'dist_kvstore',
-            'horovod', 'symbolic')
+            'horovod', 'symbolic', 'serving')
 
 __all__ = ['Result', 'Case', 'run_cases', 'show', 'compare_array',
            'compare_equal', *CHAPTERS]
