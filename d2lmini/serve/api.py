@@ -164,9 +164,10 @@ class _Body(_Handler):
             self.too_large()
 
     def too_large(self):
-        self.request.connection.set_close()
+        # (tornado closes a connection whose body is left unread: say so)
         self.fail(413, 'PayloadTooLarge',
-                  f'the body is over the limit of {self.server.max_body:,} bytes')
+                  f'the body is over the limit of {self.server.max_body:,} bytes',
+                  Connection='close')
 
     def data_received(self, chunk):
         if self._finished:
