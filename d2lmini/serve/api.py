@@ -95,11 +95,13 @@ def decode(body, content_type, shape):
                            f'(Content-Type: {NPY})') from None
         if isinstance(obj, dict):              # {"data": [...]}, as MMS accepts
             obj = obj.get('data', obj.get('instances'))
-        try:
-            arr = np.asarray(obj, dtype=np.float32)
+        try:                 # (no dtype: "0.5" and null stay strings and objects)
+            arr = np.asarray(obj)
         except (ValueError, TypeError):
+            arr = None
+        if arr is None or arr.dtype.kind not in 'biuf':
             raise BadInput('the JSON body is not an array of numbers of one '
-                           'shape (a nested list, ragged or with non-numbers?)') from None
+                           'shape (a nested list, ragged or with non-numbers?)')
     shape = tuple(shape)
     if arr.shape == shape:
         return arr.astype(np.float32, copy=False)[None], True
