@@ -195,7 +195,8 @@ class Predict(_Body):
             return
         s = self.server
         code = await self._predict(s, name)
-        s.count(name, code, time.monotonic() - self.started)
+        s.count(name if name in s.batchers else '', code,   # (one series for
+                time.monotonic() - self.started)            # every unknown name)
 
     async def _predict(self, s, name):
         batcher = s.batchers.get(name)
