@@ -179,9 +179,18 @@ class WorkerPool:
     def _send(self, worker, op, arrays=(), **meta):
         frames = self._chan.pack(op, arrays, dest=worker.sid, **meta)
         try:
-            self._sock.send_multipart([worker.peer] + frames, copy=False)
+            sent = self._sock.send_multipart([worker.peer] + frames, copy=False)
         except zmq.ZMQError as e:                  # host unreachable: gone
             self._lose(worker, f'cannot send to it ({e})')
+            return
+        sent.add_done_callback(lambda f: self._sent(worker, f))
+
+    def _sent(self, worker, f):
+        # zmq.asyncio reports a failed send in the future it returns (an
+        # exception never read there is logged, with a traceback, whenever
+        # the future is collected)
+        if not f.cancelled() and f.exception() is not None:
+            self._lose(worker, f'cannot send to it ({f.exception()})')
 
     def _model_message(self, worker, files):
         names = list(files.params)
