@@ -45,7 +45,7 @@ pytest.importorskip('tornado')
 pytest.importorskip('aiohttp')
 
 import d2lmini as mx                                    # noqa: E402
-from d2lmini.gluon import nn                            # noqa: E402
+from d2lmini.d2l.models import lenet_multigpu          # noqa: E402
 from d2lmini.serve import ModelServer, api, model      # noqa: E402
 from d2lmini.serve.client import ServerProcess, load_test, npy_bytes  # noqa: E402
 from d2lmini.serve.metrics import Metrics              # noqa: E402
@@ -54,7 +54,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, 'fixtures', 'serve', 'mx191_lenet')
 NPY, JSON = 'application/x-npy', 'application/json'
 LIMIT = int(0.25 * (1 << 20))     # --max-body-mb 0.25 of the command-line server
-TOL = dict(rtol=1e-5, atol=1e-5)  # measured: served vs direct, at most 5e-7 apart
+TOL = dict(rtol=1e-5, atol=1e-5)  # measured: served vs direct, 5e-7 (1e-6 relative)
 WAIT = 20.0                       # the longest any wait here may last
 REF = dict(np.load(FIXTURE + '-reference.npz'))  # x (4, 1, 28, 28); y: MXNet's
 
@@ -209,16 +209,10 @@ def serve_children():
 # ----------------------------------------------------------------- servers
 @pytest.fixture(scope='module')
 def lenet(tmp_path_factory):
-    """d2lmini's LeNet (the book's: sigmoid, average pooling), exported twice:
+    """d2lmini's LeNet (the multi-device chapters'), exported twice:
     ``plain`` without a signature file, ``signed`` with ``signature.json``."""
     mx.random.seed(0)
-    net = nn.HybridSequential()
-    net.add(nn.Conv2D(6, kernel_size=5, padding=2, activation='sigmoid'),
-            nn.AvgPool2D(pool_size=2, strides=2),
-            nn.Conv2D(16, kernel_size=5, activation='sigmoid'),
-            nn.AvgPool2D(pool_size=2, strides=2),
-            nn.Dense(120, activation='sigmoid'), nn.Dense(84, activation='sigmoid'),
-            nn.Dense(10))
+    net = lenet_multigpu(hybrid=True)
     net.initialize(mx.init.Xavier())
     net.hybridize()
     net(mx.nd.zeros((1, 1, 28, 28)))
