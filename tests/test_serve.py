@@ -19,8 +19,9 @@ command line in a child process; ``held`` and ``hurried``, in this
 process (:class:`ModelServer` on its thread) with ``dead_after`` long
 enough that a worker stopped with ``SIGSTOP`` stays a (busy) worker: the
 queue-full, timeout and hang-up tests hold the worker that way, so what
-they check does not depend on timing.  The batching rules themselves
-are ``test_serve_batcher.py``'s.
+they check does not depend on timing.  Each fixture checks, when it
+closes its server, that no process of it is left.  The batching rules
+themselves are ``test_serve_batcher.py``'s.
 """
 import concurrent.futures
 import contextlib
@@ -191,7 +192,8 @@ def proc_alive(pid):
 
 
 def serve_children():
-    """Processes whose parent is this one and that run ``d2lmini.serve``."""
+    """Processes whose parent is this one and that run ``d2lmini.serve``
+    (from ``/proc``)."""
     found = []
     for pid in filter(str.isdigit, os.listdir('/proc')):
         try:
@@ -228,28 +230,35 @@ def lenet(tmp_path_factory):
 
 
 class Served:
-    """A running server: ``url``, its workers' ``pids``, ``close()``."""
+    """A server ``start()`` started: its ``url``, its workers' ``pids``;
+    ``close()`` checks that no process of it is left (its workers, and the
+    processes it added under this one: a command line, or local workers)."""
 
-    def __init__(self, server):
-        self.server, self.url = server, server.url
+    def __init__(self, start):
+        before = set(serve_children())
+        self.server = server = start()
+        self.url = server.url
         try:
             names = [m['modelName'] for m in get(self.url, '/models')['models']]
             self.pids = sorted(w['pid'] for w in describe(self.url, names[0])['workers'])
+            self.children = sorted(set(serve_children()) - before)
         except BaseException:
             server.close()
             raise
 
     def close(self):
         self.server.close()
+        pids = self.pids + self.children
+        wait_for(lambda: not any(map(proc_alive, pids)), f'{pids} gone')
 
 
 @pytest.fixture(scope='module')
 def served(lenet):
     """The command line, as in production: the exported LeNet (its example
     shape from ``--input-shape``) and MXNet 1.9.1's, one worker."""
-    s = Served(ServerProcess(lenet.plain, FIXTURE, '--input-shape', '1,28,28',
-                             '--max-batch-size', 8, '--max-batch-delay-ms', 20,
-                             '--max-body-mb', 0.25))
+    s = Served(lambda: ServerProcess(
+        lenet.plain, FIXTURE, '--input-shape', '1,28,28', '--max-batch-size', 8,
+        '--max-batch-delay-ms', 20, '--max-body-mb', 0.25))
     yield s
     s.close()
 
@@ -260,7 +269,7 @@ def held(lenet):
     batches of at most 4, at most 4 requests queued."""
     s = Served(ModelServer([FIXTURE, lenet.signed], max_batch_size=4,
                            max_batch_delay_ms=5, queue_size=4, timeout_s=WAIT,
-                           dead_after=60.0).start())
+                           dead_after=60.0).start)
     yield s
     s.close()
 
@@ -269,7 +278,7 @@ def held(lenet):
 def hurried(lenet):
     """In this process, requests that time out after 1 s."""
     s = Served(ModelServer([lenet.signed], max_batch_size=1, timeout_s=1.0,
-                           dead_after=60.0).start())
+                           dead_after=60.0).start)
     yield s
     s.close()
 
@@ -632,11 +641,3 @@ def test_metrics_render_counters_gauges_histograms():
         {1.0: 1, 4.0: 3, 16.0: 3, float('inf'): 4}, 4)
     assert samples[('d2lmini_serve_sizes_sum', (('model', 'a\\"b\\\\c\\nd'),))] == 106.5
 
-
-# ----------------------------------------------------------------- the end
-def test_closing_leaves_no_process(served, held, hurried):
-    pids = served.pids + held.pids + hurried.pids + [served.server.proc.pid]
-    for s in (served, held, hurried):
-        s.close()
-    wait_for(lambda: not any(proc_alive(p) for p in pids), 'every server process gone')
-    assert serve_children() == []
