@@ -95,11 +95,13 @@ def decode(body, content_type, shape):
                            f'(Content-Type: {NPY})') from None
         if isinstance(obj, dict):              # {"data": [...]}, as MMS accepts
             obj = obj.get('data', obj.get('instances'))
-        try:
-            arr = np.asarray(obj, dtype=np.float32)
+        try:                 # (no dtype: "0.5" and null stay strings and objects)
+            arr = np.asarray(obj)
         except (ValueError, TypeError):
+            arr = None
+        if arr is None or arr.dtype.kind not in 'biuf':
             raise BadInput('the JSON body is not an array of numbers of one '
-                           'shape (a nested list, ragged or with non-numbers?)') from None
+                           'shape (a nested list, ragged or with non-numbers?)')
     shape = tuple(shape)
     if arr.shape == shape:
         return arr.astype(np.float32, copy=False)[None], True
@@ -164,9 +166,10 @@ class _Body(_Handler):
             self.too_large()
 
     def too_large(self):
-        self.request.connection.set_close()
+        # (tornado closes a connection whose body is left unread: say so)
         self.fail(413, 'PayloadTooLarge',
-                  f'the body is over the limit of {self.server.max_body:,} bytes')
+                  f'the body is over the limit of {self.server.max_body:,} bytes',
+                  Connection='close')
 
     def data_received(self, chunk):
         if self._finished:
@@ -192,7 +195,8 @@ class Predict(_Body):
             return
         s = self.server
         code = await self._predict(s, name)
-        s.count(name, code, time.monotonic() - self.started)
+        s.count(name if name in s.batchers else '', code,   # (one series for
+                time.monotonic() - self.started)            # every unknown name)
 
     async def _predict(self, s, name):
         batcher = s.batchers.get(name)

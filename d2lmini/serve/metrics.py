@@ -20,8 +20,19 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 def _labels(labels):
     if not labels:
         return ''
-    text = ','.join(f'{k}="{str(v)}"'.replace('\n', ' ') for k, v in labels)
+    text = ','.join(f'{k}="{_escape(v)}"' for k, v in labels)
     return '{' + text + '}'
+
+
+def _escape(value):
+    """A label value as the format asks: backslash, double quote and line
+    feed escaped (a model name comes from a URL: anything can be in it)."""
+    return str(value).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
+
+
+def _number(v):
+    """Every digit of a count (``%g`` would write 1234567 as 1.23457e+06)."""
+    return str(int(v)) if isinstance(v, int) else repr(float(v))
 
 
 class _Histogram:
@@ -78,13 +89,13 @@ class Metrics:
                       f'# TYPE {full} {self.kind[name]}']
             for key, v in sorted(self.values[name].items()):
                 if self.kind[name] != 'histogram':
-                    lines.append(f'{full}{_labels(key)} {v:g}')
+                    lines.append(f'{full}{_labels(key)} {_number(v)}')
                     continue
                 total = 0
                 for le, c in zip(list(v.buckets) + ['+Inf'], v.counts):
                     total += c
                     le = le if le == '+Inf' else f'{le:g}'
                     lines.append(f'{full}_bucket{_labels(key + (("le", le),))} {total}')
-                lines.append(f'{full}_sum{_labels(key)} {v.sum:.6g}')
+                lines.append(f'{full}_sum{_labels(key)} {_number(v.sum)}')
                 lines.append(f'{full}_count{_labels(key)} {total}')
         return '\n'.join(lines) + '\n'

@@ -189,15 +189,26 @@ class WorkerPool:
     def _send(self, worker, op, arrays=(), **meta):
         frames = self._chan.pack(op, arrays, dest=worker.sid, **meta)
         # (zmq.asyncio puts a send's error on the future it returns, never
-        # raises: read it.  DONTWAIT: a worker that does not read, its queue
-        # full, is dropped, not queued for inside zmq.asyncio.)
+        # raises: read it now, or when the send completes.  DONTWAIT: a
+        # worker that does not read, its queue full, is dropped, not queued
+        # for inside zmq.asyncio.)
         sent = self._sock.send_multipart([worker.peer] + frames, copy=False,
                                          flags=zmq.DONTWAIT)
         e = sent.exception() if sent.done() else None
         if isinstance(e, zmq.Again):             # its queue full: not reading
             self._lose(worker, 'it does not read its messages')
-        elif e is not None:                      # gone (router_mandatory)
+            return
+        if e is not None:                        # gone (router_mandatory)
             self._lose(worker, f'cannot send to it ({e})')
+            return
+        sent.add_done_callback(lambda f: self._sent(worker, f))
+
+    def _sent(self, worker, f):
+        # zmq.asyncio reports a failed send in the future it returns (an
+        # exception never read there is logged, with a traceback, whenever
+        # the future is collected)
+        if not f.cancelled() and f.exception() is not None:
+            self._lose(worker, f'cannot send to it ({f.exception()})')
 
     def _model_message(self, worker, files):
         names = list(files.params)
