@@ -499,10 +499,12 @@ def test_an_unknown_model_is_404(served):
 
 @pytest.mark.parametrize('length', [LIMIT + 1, 10 ** 12])
 def test_a_body_over_the_limit_is_413_by_its_content_length(served, length):
+    before = requests_total(metrics(served.url), 'mx191_lenet', 413)
     sock = connect(served.url, post_head('mx191_lenet', Content_Length=length))
     with sock:                                     # answered before the body is sent
         err = error(answer_of(sock), 413)
     assert f'{LIMIT:,}' in err['message']
+    assert requests_total(metrics(served.url), 'mx191_lenet', 413) == before + 1
     still_serving(served)
 
 

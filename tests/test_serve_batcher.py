@@ -315,6 +315,19 @@ async def test_the_queue_is_bounded(clock):
 
 
 @in_loop
+async def test_the_bound_counts_only_requests_still_waited_for(clock):
+    pool, b = start(max_batch_size=1, max_delay=0.0, max_queue=2)
+    await occupy(pool, b)
+    gone = b.submit(examples(1, 1))
+    b.submit(examples(2, 1))
+    gone.future.cancel()                   # its client went away (or timed out)
+    b.submit(examples(3, 1))               # room: the abandoned one does not count
+    assert len(b) == 2
+    with pytest.raises(QueueFull):
+        b.submit(examples(4, 1))
+
+
+@in_loop
 async def test_batch_sizes_are_reported(clock):
     seen = []
     pool, b = start(max_batch_size=4, max_delay=60.0,

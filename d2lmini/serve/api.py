@@ -170,6 +170,9 @@ class _Body(_Handler):
         self.fail(413, 'PayloadTooLarge',
                   f'the body is over the limit of {self.server.max_body:,} bytes',
                   Connection='close')
+        name = self.path_args[0] if self.path_args else ''
+        self.server.count(name if name in self.server.batchers else '', 413,
+                          time.monotonic() - self.started)
 
     def data_received(self, chunk):
         if self._finished:

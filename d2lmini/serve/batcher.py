@@ -70,6 +70,10 @@ class Batcher:
 
     def submit(self, x):
         """Queue the examples ``x`` (a batch axis first); the Request."""
+        if len(self.queue) >= self.max_queue:      # (count the live ones only)
+            self.queue = collections.deque(r for r in self.queue
+                                           if not r.future.done())
+            self.queued = sum(r.n for r in self.queue)
         if len(self.queue) >= self.max_queue:
             raise QueueFull(f'{len(self.queue)} requests are queued for '
                             f'{self.model!r}')
