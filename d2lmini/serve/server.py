@@ -182,7 +182,7 @@ class ModelServer:
         for k, v in states.items():
             self.metrics.set('workers', 'Workers by state', v, state=k)
         self.metrics.set('workers_lost', 'Workers gone since the start',
-                         len(pool.lost))
+                         pool.lost_count)
 
     def render_metrics(self):
         self._gauges()
@@ -202,7 +202,7 @@ class ModelServer:
                 'timeout': self.timeout,
                 'devices': sorted({w['device'] for w in self.pool.describe()}),
                 'workers': self.pool.describe(),
-                'lostWorkers': self.pool.lost,
+                'lostWorkers': list(self.pool.lost),
                 'workerAddress': self.pool.address}
 
     # ------------------------------------------------------------ on a thread

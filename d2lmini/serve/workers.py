@@ -14,13 +14,14 @@ it answers something that cannot be true (a result for another batch, of
 the wrong length).  Its in-flight batch then fails with
 :class:`WorkerLost`, which the batcher answers by trying the requests once
 more on another worker; it leaves :meth:`describe` (``GET /models``), and
-is counted in ``lost``.
+is listed in ``lost`` (the latest 100) and counted in ``lost_count``.
 
 Everything runs on the front end's asyncio loop (the same one tornado
 serves HTTP on): no locks, and a worker's state changes only between two
 ``await``\\ s.
 """
 import asyncio
+import collections
 import itertools
 import logging
 import os
@@ -90,7 +91,8 @@ class WorkerPool:
         self.dead_after = dead_after
         self.on_change = on_change or (lambda: None)
         self.workers = {}                 # name -> Worker (alive ones)
-        self.lost = []                    # (name, device, why) of the dead
+        self.lost = collections.deque(maxlen=100)   # the latest dead: name, why
+        self.lost_count = 0               # all of them since the start
         self._ids = itertools.count(1)
         self._freed = asyncio.Event()
         self._zctx = zmq.asyncio.Context()
@@ -306,6 +308,7 @@ class WorkerPool:
             return
         w.state = 'dead'
         log.warning('worker %s on %s is gone: %s', w.name, w.device, why)
+        self.lost_count += 1
         self.lost.append({'id': w.name, 'device': w.device, 'host': w.host,
                           'reason': why})
         fut = fut or (w.batch[1] if w.batch else None)
