@@ -396,6 +396,26 @@ class _RandomNamespace(_Namespace):
         return Generator(_np.random.default_rng(_unwrap(seed)).bit_generator)
 
 
+# NumPy keywords CuPy's function of the same name does not take (CuPy 14):
+# a call with one is a TypeError on a GPU, so it is one here too.
+_NOT_IN_CUPY_KW = {
+    'indices': {'sparse'},
+}
+
+
+def _cupy_signature(f, name):
+    banned = _NOT_IN_CUPY_KW[name]
+
+    def call(*args, **kwargs):
+        bad = banned.intersection(kwargs)
+        if bad:
+            raise TypeError(f'{name}() got an unexpected keyword argument '
+                            f'{sorted(bad)[0]!r} (CuPy has no such keyword)')
+        return f(*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
 def __getattr__(name):
     if name == 'random':
         return _MODULES.setdefault(name, _RandomNamespace(_np.random, name))
@@ -406,6 +426,8 @@ def __getattr__(name):
         raise AttributeError(f"module 'cupy_standin' has no attribute '{name}'")
     obj = getattr(_np, name)
     value = _lookup(obj, name)
+    if name in _NOT_IN_CUPY_KW:
+        value = _cupy_signature(value, name)
     globals()[name] = value                      # look up once
     return value
 
