@@ -167,6 +167,23 @@ class ndarray:
         self._a[_unwrap(key, self._dev)] = _unwrap(value, self._dev)
 
 
+def _arg_reduction(name):
+    """CuPy's argmax/argmin: a 0-d array takes no axis (NumPy takes 0 and
+    -1 there; CuPy raises AxisError)."""
+    def method(self, axis=None, out=None, *, keepdims=False):
+        _check_device(self)
+        if self._a.ndim == 0 and axis is not None:
+            raise _np.exceptions.AxisError(
+                f'axis {axis} is out of bounds for array of dimension 0')
+        return _wrap(getattr(self._a, name)(axis=axis, keepdims=keepdims), self._dev)
+    method.__name__ = name
+    return method
+
+
+ndarray.argmax = _arg_reduction('argmax')
+ndarray.argmin = _arg_reduction('argmin')
+
+
 _NOT_IN_CUPY = {'tofile', 'tobytes', 'tostring', 'dumps', 'dump', 'byteswap',
                 'newbyteorder', 'getfield', 'setfield', 'itemset', 'ctypes'}
 
@@ -622,6 +639,9 @@ def __getattr__(name):
                                         'rec', 'polynomial', 'emath'):
         raise AttributeError(f"module 'cupy_standin' has no attribute '{name}'")
     obj = getattr(_np, name)
+    if name in ('argmax', 'argmin'):
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False: \
+            getattr(a, name)(axis=axis, keepdims=keepdims)
     value = _lookup(obj, name)
     if name in _NOT_IN_CUPY_KW:
         value = _cupy_signature(value, name)
