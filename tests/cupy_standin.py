@@ -196,9 +196,21 @@ def _binary(name):
                             f'{name} numpy.ndarray): copy it to the device first')
         if not isinstance(other, (ndarray, numbers.Number, _np.generic)):
             return NotImplemented
-        return _wrap(getattr(self._a, name)(_unwrap(other, self._dev)), self._dev)
+        r = _wrap(getattr(self._a, name)(_unwrap(other, self._dev)), self._dev)
+        return r if name.startswith('__i') else _c_order(r)
     op.__name__ = name
     return op
+
+
+def _c_order(r):
+    """A ufunc's new result as CuPy makes it: C-contiguous, whatever the
+    inputs' memory order (NumPy keeps the inputs' order)."""
+    if isinstance(r, tuple):
+        return tuple(_c_order(v) for v in r)
+    if isinstance(r, ndarray) and not r._a.flags.c_contiguous:
+        r._a = _np.ascontiguousarray(r._a)
+        _live[id(r._a)] = r._a
+    return r
 
 
 for _name in ('add', 'sub', 'mul', 'truediv', 'floordiv', 'mod', 'pow', 'matmul',
@@ -209,7 +221,8 @@ for _name in ('add', 'sub', 'mul', 'truediv', 'floordiv', 'mod', 'pow', 'matmul'
 for _f in ('__lt__', '__le__', '__gt__', '__ge__', '__eq__', '__ne__'):
     setattr(ndarray, _f, _binary(_f))
 for _f in ('__neg__', '__pos__', '__abs__', '__invert__'):
-    setattr(ndarray, _f, (lambda f: lambda self: _wrap(getattr(self._a, f)(), self._dev))(_f))
+    setattr(ndarray, _f, (lambda f: lambda self: _c_order(
+        _wrap(getattr(self._a, f)(), self._dev)))(_f))
 ndarray.__hash__ = None
 
 
@@ -295,7 +308,10 @@ class ufunc:
         self.nin, self.nout, self.nargs = u.nin, u.nout, u.nargs
 
     def __call__(self, *args, **kwargs):
-        return self._call(*args, **kwargs)
+        r = self._call(*args, **kwargs)
+        if kwargs.get('out') is None:         # CuPy allocates results C-ordered
+            r = _c_order(r)
+        return r
 
     def __repr__(self):
         return f'<ufunc {self.__name__!r} (cupy_standin)>'
