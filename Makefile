@@ -107,8 +107,10 @@ endif
 # names and other random draws (each device has its own generator) than the
 # committed CPU outputs, so every cell must run and nothing more is checked.
 # `make test-gpu` is the same on a machine with real GPUs (CuPy installed).
+# STANDIN_GPUS=1 is a one-GPU machine: what needs two devices must skip.
 GPU_ENV := D2LMINI_DEFAULT_CONTEXT='gpu(0)'
-STANDIN_ENV := $(GPU_ENV) D2LMINI_CUPY=cupy_standin D2LMINI_STANDIN_GPUS=2 \
+STANDIN_GPUS ?= 2
+STANDIN_ENV := $(GPU_ENV) D2LMINI_CUPY=cupy_standin D2LMINI_STANDIN_GPUS=$(STANDIN_GPUS) \
   PYTHONPATH="$(abspath tests)$${PYTHONPATH:+:$$PYTHONPATH}"
 STANDIN_TEST_ARGS ?=       # extra pytest arguments for its tests/ part, e.g. -n 2
 define run_on_gpu          # $(1): the environment that makes gpu(0) the default

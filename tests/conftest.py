@@ -23,6 +23,17 @@ DEVICES = [mx.cpu(0), pytest.param(mx.gpu(0), marks=pytest.mark.skipif(
     not HAS_GPU, reason='no GPU (install the [gpu] extra on a CUDA machine)'))]
 
 
+def needs_devices(n):
+    """Skip unless ``n`` devices of the default context's kind are visible
+    (``cpu(i)`` are logical, any number; a one-GPU machine has one
+    ``gpu(i)``).  For tests that use ``gpu(0)``..``gpu(n-1)`` when the
+    default context is a GPU."""
+    kind = mx.current_context().device_type
+    have = mx.num_gpus() if kind == 'gpu' else n
+    return pytest.mark.skipif(
+        have < n, reason=f'needs {n} {kind} devices, {have} visible')
+
+
 def child_pythonpath(root):
     """``PYTHONPATH`` for a child process (a dist job's roles, MPI ranks, the
     launcher): ``root`` (this checkout) first, then this process's own

@@ -167,6 +167,23 @@ class ndarray:
         self._a[_unwrap(key, self._dev)] = _unwrap(value, self._dev)
 
 
+def _arg_reduction(name):
+    """CuPy's argmax/argmin: a 0-d array takes no axis (NumPy takes 0 and
+    -1 there; CuPy raises AxisError)."""
+    def method(self, axis=None, out=None, *, keepdims=False):
+        _check_device(self)
+        if self._a.ndim == 0 and axis is not None:
+            raise _np.exceptions.AxisError(
+                f'axis {axis} is out of bounds for array of dimension 0')
+        return _wrap(getattr(self._a, name)(axis=axis, keepdims=keepdims), self._dev)
+    method.__name__ = name
+    return method
+
+
+ndarray.argmax = _arg_reduction('argmax')
+ndarray.argmin = _arg_reduction('argmin')
+
+
 _NOT_IN_CUPY = {'tofile', 'tobytes', 'tostring', 'dumps', 'dump', 'byteswap',
                 'newbyteorder', 'getfield', 'setfield', 'itemset', 'ctypes'}
 
@@ -179,9 +196,21 @@ def _binary(name):
                             f'{name} numpy.ndarray): copy it to the device first')
         if not isinstance(other, (ndarray, numbers.Number, _np.generic)):
             return NotImplemented
-        return _wrap(getattr(self._a, name)(_unwrap(other, self._dev)), self._dev)
+        r = _wrap(getattr(self._a, name)(_unwrap(other, self._dev)), self._dev)
+        return r if name.startswith('__i') else _c_order(r)
     op.__name__ = name
     return op
+
+
+def _c_order(r):
+    """A ufunc's new result as CuPy makes it: C-contiguous, whatever the
+    inputs' memory order (NumPy keeps the inputs' order)."""
+    if isinstance(r, tuple):
+        return tuple(_c_order(v) for v in r)
+    if isinstance(r, ndarray) and not r._a.flags.c_contiguous:
+        r._a = _np.ascontiguousarray(r._a)
+        _live[id(r._a)] = r._a
+    return r
 
 
 for _name in ('add', 'sub', 'mul', 'truediv', 'floordiv', 'mod', 'pow', 'matmul',
@@ -192,7 +221,8 @@ for _name in ('add', 'sub', 'mul', 'truediv', 'floordiv', 'mod', 'pow', 'matmul'
 for _f in ('__lt__', '__le__', '__gt__', '__ge__', '__eq__', '__ne__'):
     setattr(ndarray, _f, _binary(_f))
 for _f in ('__neg__', '__pos__', '__abs__', '__invert__'):
-    setattr(ndarray, _f, (lambda f: lambda self: _wrap(getattr(self._a, f)(), self._dev))(_f))
+    setattr(ndarray, _f, (lambda f: lambda self: _c_order(
+        _wrap(getattr(self._a, f)(), self._dev)))(_f))
 ndarray.__hash__ = None
 
 
@@ -278,10 +308,29 @@ class ufunc:
         self.nin, self.nout, self.nargs = u.nin, u.nout, u.nargs
 
     def __call__(self, *args, **kwargs):
-        return self._call(*args, **kwargs)
+        if self.__name__ == 'power' and len(args) == 2 and not kwargs:
+            r = _int_power(*args)
+            if r is not None:
+                return r
+        r = self._call(*args, **kwargs)
+        if kwargs.get('out') is None:         # CuPy allocates results C-ordered
+            r = _c_order(r)
+        return r
 
     def __repr__(self):
         return f'<ufunc {self.__name__!r} (cupy_standin)>'
+
+
+def _int_power(a, b):
+    """CuPy's integers to integer powers: a negative power is no error (NumPy
+    raises ValueError) but 0, or +-1 for a base of +-1.  None: not integers."""
+    a_, b_ = (_unwrap(x) for x in (a, b))
+    if not all(_np.asarray(x).dtype.kind in 'iu' for x in (a_, b_)):
+        return None
+    neg = _np.asarray(b_) < 0
+    r = _np.power(a_, _np.where(neg, 0, b_).astype(_np.result_type(b_)))
+    small = _np.where(a_ == 1, 1, _np.where(a_ == -1, _np.where(b_ % 2, -1, 1), 0))
+    return _wrap(_np.where(neg, small, r).astype(r.dtype))
 
 
 # Creation from host data: the only functions that accept NumPy arrays.
@@ -368,32 +417,249 @@ class _Lib:
 lib = _Lib()
 
 
+# --- random: CuPy's Generator API, method by method --------------------------------
+def _stream_key():
+    """The current stream of this thread on the current device ('null': the
+    legacy default stream)."""
+    st = getattr(_local, 'stream', None)
+    return ('null', _current_device()) if st is None else st._key
+
+
+def _implicitly_ordered(a, b):
+    """The legacy default stream orders itself with every blocking stream."""
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, tuple) and (isinstance(y, tuple) or not y.non_blocking):
+            return True
+    return False
+
+
+class _BitGenerator:
+    """``cupy.random.XORWOW``: its state lives in device memory, set up by
+    kernels on the stream that was current when it was made.
+
+    Like CuPy's, ``state()`` is a *method* (the state's device address) and
+    the draws read the state through it.  Drawing on another stream before
+    the setup is ordered before it (a synchronize, or an event waited for)
+    is a race on a GPU: the draws can read an unset state and come out all
+    equal.  Here it raises.
+    """
+    _states = {}                     # "address" -> the NumPy generator
+
+    def __init__(self, seed=None):
+        if isinstance(seed, ndarray):
+            seed = seed.get()
+        seq = seed if isinstance(seed, _np.random.SeedSequence) \
+            else _np.random.SeedSequence(seed)
+        self._seed_seq = seq
+        self._current_device_id = _current_device()
+        self._host = _np.random.Generator(_np.random.PCG64(
+            seq.generate_state(1, _np.uint32)[0]))
+        self._ptr = id(self._host)
+        _BitGenerator._states[self._ptr] = self._host
+        weakref.finalize(self, _BitGenerator._states.pop, self._ptr, None)
+        self._set_up_on = _stream_key()
+        _unordered.add(self)
+
+    def state(self):
+        if _current_device() != self._current_device_id:
+            raise RuntimeError('This Generator state is allocated in a different '
+                               'device')
+        return self._ptr
+
+    def _state_size(self):
+        return 256 * 1000
+
+
+XORWOW = _BitGenerator
+_unordered = weakref.WeakSet()        # bit generators whose setup may still run
+
+
+def _order_setups(stream_key=None):
+    """The setups on ``stream_key`` (all, if None) are finished."""
+    for bg in list(_unordered):
+        if stream_key is None or bg._set_up_on == stream_key:
+            _unordered.discard(bg)
+
+
+def _read_state(bg):
+    ptr = bg.state()
+    host = _BitGenerator._states.get(ptr)
+    if host is None:
+        raise RuntimeError('cupy_standin: the Generator state was freed (a '
+                           'dangling state address)')
+    here = _stream_key()
+    if bg in _unordered and here != bg._set_up_on and \
+            not _implicitly_ordered(here, bg._set_up_on):
+        raise RuntimeError(
+            'cupy_standin: a Generator whose state was set up on one stream is '
+            'drawn from on another, with nothing ordering the two (on a GPU the '
+            'draws may read an unset state: constant values). Make the '
+            'generator on the stream that draws, or synchronize first.')
+    return host
+
+
+def _scalar_param(name, v, error=TypeError):
+    """CuPy's rule for most distribution parameters: a device array, or a
+    Python float or int (not a NumPy scalar, not a host array)."""
+    if isinstance(v, ndarray):
+        _check_device(v)
+        return v._a.astype(_np.float64)
+    if type(v) in (float, int):
+        return float(v)
+    raise error(f'{name} is required to be a cupy.ndarray or a scalar')
+
+
+def _size(size, params=()):
+    if size is None:
+        return _np.broadcast_shapes(*[_np.shape(p) for p in params]) if params else ()
+    return (size,) if isinstance(size, numbers.Integral) else tuple(size)
+
+
+def _float_dtype(dtype):
+    return _np.float64 if _np.dtype(dtype).char == 'd' else _np.float32
+
+
+def _out(y, out):
+    if out is None:
+        return _wrap(y)
+    _check_device(out)
+    out._a[...] = y
+    return out
+
+
 class Generator:
-    """``cupy.random.Generator``: draws device arrays on the current device
-    (NumPy's generator underneath).  Without the methods CuPy's Generator
-    lacks (``normal``, ``permutation``, ``shuffle``, ``permuted``)."""
-    _MISSING = ('normal', 'permutation', 'shuffle', 'permuted')
+    """``cupy.random.Generator``: only the methods CuPy 14 has, with its
+    signatures (no ``normal``, ``lognormal``, ``negative_binomial``,
+    ``laplace``, ``choice``, ``permutation``, ...)."""
 
     def __init__(self, bit_generator):
-        self._g = _np.random.Generator(bit_generator)
+        self.bit_generator = bit_generator
+        self._binomial_state = None
 
-    @property
-    def bit_generator(self):
-        return self._g.bit_generator
+    def _g(self):
+        return _read_state(self.bit_generator)
 
-    def __getattr__(self, name):
-        if name.startswith('_') or name in self._MISSING:
-            raise AttributeError(f"'cupy_standin.random.Generator' has no "
-                                 f"attribute '{name}'")
-        return _device_function(getattr(self._g, name), f'Generator.{name}')
+    def random(self, size=None, dtype=_np.float64, out=None):
+        y = self._g().random(_size(size), dtype=_float_dtype(dtype))
+        return _out(y.astype(dtype, copy=False), out)
+
+    def uniform(self, low=0.0, high=1.0, size=None, dtype=_np.float64):
+        low, high = asarray(low)._a, asarray(high)._a
+        y = self._g().random(_size(size, (low, high)))
+        return _wrap((low + (high - low) * y).astype(dtype, copy=False))
+
+    def integers(self, low, high=None, size=None, dtype=_np.int64, endpoint=False):
+        if high is None:
+            low, high = 0, low
+        lo, hi = int(low), int(high) + bool(endpoint)
+        if lo >= hi:
+            raise ValueError('low >= high')
+        return _wrap(self._g().integers(lo, hi, _size(size), dtype=dtype))
+
+    def beta(self, a, b, size=None, dtype=_np.float64):
+        a, b = _scalar_param('a', a), _scalar_param('b', b)
+        return _wrap(self._g().beta(a, b, _size(size, (a, b))).astype(dtype))
+
+    def chisquare(self, df, size=None):
+        df = _scalar_param('df', df)
+        return _wrap(self._g().chisquare(df, _size(size, (df,))))
+
+    def dirichlet(self, alpha, size=None):
+        alpha = alpha.get() if isinstance(alpha, ndarray) else alpha
+        return _wrap(self._g().dirichlet(alpha, size))
+
+    def exponential(self, scale=1.0, size=None):
+        return self.standard_exponential(size) * scale
+
+    def f(self, dfnum, dfden, size=None):
+        a, b = _scalar_param('dfnum', dfnum), _scalar_param('dfden', dfden)
+        return _wrap(self._g().f(a, b, _size(size, (a, b))))
+
+    def geometric(self, p, size=None):
+        p = _scalar_param('p', p)
+        return _wrap(self._g().geometric(p, _size(size, (p,))))
+
+    def hypergeometric(self, ngood, nbad, nsample, size=None):
+        ps = [_scalar_param(n, v) for n, v in
+              (('ngood', ngood), ('nbad', nbad), ('nsample', nsample))]
+        ps = [_np.asarray(p).astype(_np.int64) for p in ps]
+        return _wrap(self._g().hypergeometric(*ps, _size(size, ps)))
+
+    def logseries(self, p, size=None):
+        p = _scalar_param('p', p)
+        return _wrap(self._g().logseries(p, _size(size, (p,))))
+
+    def standard_exponential(self, size=None, dtype=_np.float64, method='inv',
+                             out=None):
+        if method == 'zig':
+            raise NotImplementedError('Ziggurat method is not supported')
+        y = self._g().standard_exponential(_size(size))
+        return _out(y.astype(dtype, copy=False), out)
+
+    def poisson(self, lam=1.0, size=None):
+        lam = _scalar_param('lam', lam)
+        return _wrap(self._g().poisson(lam, _size(size, (lam,))).astype(_np.int64))
+
+    def power(self, a, size=None):
+        a = _scalar_param('a', a)
+        return _wrap(self._g().power(a, _size(size, (a,))))
+
+    def standard_normal(self, size=None, dtype=_np.float64, out=None):
+        y = self._g().standard_normal(_size(size))
+        return _out(y.astype(dtype, copy=False), out)
+
+    def gamma(self, shape, scale=1.0, size=None):
+        if size is None:
+            size = _np.broadcast_shapes(_np.shape(_unwrap(shape)),
+                                        _np.shape(_unwrap(scale)))
+        y = self.standard_gamma(shape, size)
+        y *= scale
+        return y
+
+    def standard_gamma(self, shape, size=None, dtype=_np.float64, out=None):
+        if shape is None:
+            raise TypeError('shape must be real number, not NoneType')
+        shape = _scalar_param('shape', shape, ValueError)
+        y = self._g().standard_gamma(shape, _size(size, (shape,)))
+        return _out(y.astype(dtype, copy=False), out)
+
+    def binomial(self, n, p, size=None):
+        n, p = _scalar_param('n', n), _scalar_param('p', p)
+        return _wrap(self._g().binomial(_np.asarray(n).astype(_np.int64), p,
+                                        _size(size, (n, p))))
 
 
 class _RandomNamespace(_Namespace):
+    """``cupy.random``: CuPy's Generator API, and NumPy's legacy functions."""
     Generator = Generator
+    XORWOW = XORWOW
+    BitGenerator = _BitGenerator
 
     @staticmethod
     def default_rng(seed=None):
-        return Generator(_np.random.default_rng(_unwrap(seed)).bit_generator)
+        if isinstance(seed, (_BitGenerator,)):
+            return Generator(seed)
+        return Generator(XORWOW(seed))
+
+
+# NumPy keywords CuPy's function of the same name does not take (CuPy 14):
+# a call with one is a TypeError on a GPU, so it is one here too.
+_NOT_IN_CUPY_KW = {
+    'indices': {'sparse'},
+}
+
+
+def _cupy_signature(f, name):
+    banned = _NOT_IN_CUPY_KW[name]
+
+    def call(*args, **kwargs):
+        bad = banned.intersection(kwargs)
+        if bad:
+            raise TypeError(f'{name}() got an unexpected keyword argument '
+                            f'{sorted(bad)[0]!r} (CuPy has no such keyword)')
+        return f(*args, **kwargs)
+    call.__name__ = name
+    return call
 
 
 def __getattr__(name):
@@ -405,7 +671,12 @@ def __getattr__(name):
                                         'rec', 'polynomial', 'emath'):
         raise AttributeError(f"module 'cupy_standin' has no attribute '{name}'")
     obj = getattr(_np, name)
+    if name in ('argmax', 'argmin'):
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False: \
+            getattr(a, name)(axis=axis, keepdims=keepdims)
     value = _lookup(obj, name)
+    if name in _NOT_IN_CUPY_KW:
+        value = _cupy_signature(value, name)
     globals()[name] = value                      # look up once
     return value
 
@@ -466,7 +737,7 @@ class Device:
         _local.device = self.id
 
     def synchronize(self):
-        pass
+        _order_setups(None)
 
     def __eq__(self, other):
         return isinstance(other, Device) and other.id == self.id
@@ -481,12 +752,15 @@ class Device:
 class Event:
     def __init__(self, block=False, disable_timing=False, interprocess=False):
         self.recorded = False
+        self._after = ()               # generator setups this event follows
 
     def record(self, stream=None):
         self.recorded = True
+        key = _stream_key() if stream is None else stream._key
+        self._after = [bg for bg in list(_unordered) if bg._set_up_on == key]
 
     def synchronize(self):
-        pass
+        _unordered.difference_update(self._after)
 
     @property
     def done(self):
@@ -499,6 +773,8 @@ class Stream:
     def __init__(self, null=False, non_blocking=False, ptds=False):
         self.device_id = _current_device()
         self._prev = []
+        self.non_blocking = non_blocking
+        self._key = ('null', self.device_id) if null else self
 
     def __enter__(self):
         self._prev.append(getattr(_local, 'stream', None))
@@ -514,11 +790,12 @@ class Stream:
         return self
 
     def synchronize(self):
-        pass
+        _order_setups(self._key)
 
     def wait_event(self, event):
         if not isinstance(event, Event):
             raise TypeError(f'wait_event takes an Event, not {type(event).__name__}')
+        _unordered.difference_update(event._after)
 
     def record(self, event=None):
         event = Event() if event is None else event

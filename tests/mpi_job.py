@@ -13,11 +13,11 @@ the token is killed by pid.  Nothing outlives ``run``.
 
 Each rank's stdout and stderr go to files (``-outfile-pattern``), read back
 when the job is over, so a rank that prints a lot can never block on a full
-pipe.  ``needs_mpi`` skips a test where there is no ``mpiexec`` or no mpi4py.
+pipe.  ``needs_mpi`` skips a test where there is no MPICH ``mpiexec`` (the
+first beside this Python or on the PATH is Open MPI's, say) or no mpi4py.
 ``benchmarks/bench_horovod.py`` starts its jobs with ``run`` as well.
 """
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,18 +27,11 @@ import uuid
 from dataclasses import dataclass, field
 
 from conftest import child_pythonpath
+from d2lmini.launch.mpi import mpich_mpiexec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, 'tests', 'mpi_scripts')
 TOKEN_VAR = 'D2LMINI_MPI_JOB'
-
-
-def find_mpiexec():
-    """The ``mpiexec`` next to this Python (the venv's MPICH wheel) or on PATH."""
-    here = os.path.join(os.path.dirname(sys.executable), 'mpiexec')
-    if os.access(here, os.X_OK):
-        return here
-    return shutil.which('mpiexec')
 
 
 def _have_mpi4py():
@@ -46,12 +39,14 @@ def _have_mpi4py():
     return importlib.util.find_spec('mpi4py') is not None
 
 
-MPIEXEC = find_mpiexec()
-HAVE_MPI = MPIEXEC is not None and _have_mpi4py()
+# MPICH's: the options below (-outfile-pattern) are Hydra's
+MPIEXEC, WHY_NOT = mpich_mpiexec()
+if MPIEXEC is not None and not _have_mpi4py():
+    MPIEXEC, WHY_NOT = None, 'no mpi4py (pip install mpi4py)'
+HAVE_MPI = MPIEXEC is not None
 try:                                   # benchmarks/bench_horovod.py runs jobs too
     import pytest
-    needs_mpi = pytest.mark.skipif(
-        not HAVE_MPI, reason='needs mpiexec and mpi4py (pip install mpich mpi4py)')
+    needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason=f'needs MPI: {WHY_NOT}')
 except ImportError:
     pass
 
@@ -153,7 +148,7 @@ def run(script, n, args=(), env=None, timeout=60.0, python_args=()):
     happens, no process of the job is left when this returns.
     """
     if MPIEXEC is None:
-        raise RuntimeError('mpi_job.run: no mpiexec (pip install mpich)')
+        raise RuntimeError(f'mpi_job.run: {WHY_NOT}')
     path = script if os.path.isabs(script) else os.path.join(SCRIPTS, script)
     token = uuid.uuid4().hex
     e = job_env(env)

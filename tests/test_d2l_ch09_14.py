@@ -3,7 +3,6 @@ engine trace's record of which operations autograd's backward pass pushed,
 which chapter 10's timeline colours by."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -16,6 +15,8 @@ matplotlib.use('Agg')
 import d2lmini as mx                                   # noqa: E402
 from d2lmini import autograd, d2l, engine, nd          # noqa: E402
 from d2lmini.gluon import nn                           # noqa: E402
+from d2lmini.launch import mpi as launch_mpi           # noqa: E402
+from d2lmini.launch.mpi import mpich_mpiexec           # noqa: E402
 from matplotlib.colors import to_rgba                  # noqa: E402
 
 
@@ -231,9 +232,24 @@ def test_results_names_a_mixed_line_and_the_cure():
         d2l.results(mixed)
 
 
-needs_mpi = pytest.mark.skipif(
-    not (shutil.which('mpiexec', path=os.path.dirname(sys.executable))
-         or shutil.which('mpiexec')), reason='no mpiexec')
+_MPIEXEC, _WHY_NOT = mpich_mpiexec()
+needs_mpi = pytest.mark.skipif(_MPIEXEC is None, reason=f'needs MPI: {_WHY_NOT}')
+
+
+@pytest.mark.parametrize('version, kind', [
+    ('mpiexec (OpenRTE) 4.1.2', 'openmpi'), ('HYDRA build details:', 'mpich')])
+def test_mpirun_says_when_the_mpiexec_is_not_mpichs(tmp_path, monkeypatch,
+                                                    version, kind):
+    fake = tmp_path / 'mpiexec'
+    fake.write_text(f'#!/bin/sh\necho "{version}"\nexit 0\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(launch_mpi, 'find_mpiexec', lambda: str(fake))
+    assert launch_mpi.mpiexec_kind(str(fake)) == kind
+    if kind == 'mpich':
+        assert mpich_mpiexec() == (str(fake), None)
+        return
+    with pytest.raises(RuntimeError, match="Open MPI's mpiexec; MPICH's is needed"):
+        d2l.mpirun(2, ['-c', 'pass'], cwd=str(tmp_path))
 
 
 @needs_mpi

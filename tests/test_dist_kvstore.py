@@ -20,6 +20,7 @@ from d2lmini.kvstore.dist import config, wire
 from d2lmini.kvstore.dist.store import partition
 
 import dist_job
+from conftest import needs_devices
 
 sys.path.insert(0, dist_job.SCRIPTS)
 import train_net  # noqa: E402
@@ -229,6 +230,7 @@ def test_servers_started_by_the_explicit_entry_point():
         assert r['plain_ok'] and r['values']['3'] == [3 - 0.5 * 3] * 2
 
 
+@needs_devices(2)
 def test_dist_sync_device_sums_the_workers_devices_first():
     procs = dist_job.run('closed_form.py', 2, 2, args=('dist_sync_device', 2, 2000),
                          env={'MXNET_KVSTORE_BIGARRAY_BOUND': '1000',

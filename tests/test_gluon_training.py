@@ -6,6 +6,8 @@ from d2lmini import autograd, gluon, init, nd
 from d2lmini.gluon import loss as gloss
 from d2lmini.gluon import nn
 
+from conftest import needs_devices
+
 
 def sgd(params, lr, batch_size):
     for param in params.values():
@@ -66,6 +68,7 @@ def test_linear_regression_recovers_the_weights():
     assert loss(net(X), Y).mean().asscalar() < 1e-3
 
 
+@needs_devices(2)
 def test_data_parallel_step_equals_single_device_step():
     """Two logical devices, gradients summed by hand: the same update as one."""
     x, y = blobs(40, seed=3)

@@ -14,6 +14,8 @@ from d2lmini.gluon import nn
 from d2lmini.pipeline import (Pipeline, bubble, idle_fractions, micro_batches,
                               pipeline_step, predicted_bubble)
 
+from conftest import needs_devices
+
 # two devices of the default context's kind: cpu(0), cpu(1) or gpu(0), gpu(1)
 _KIND = mx.current_context().device_type
 D0, D1 = mx.Context(_KIND, 0), mx.Context(_KIND, 1)
@@ -67,6 +69,7 @@ def test_micro_batches():
         micro_batches(8, 2.0)
 
 
+@needs_devices(2)
 @pytest.mark.parametrize('m, n', [(1, 8), (2, 8), (4, 8), (4, 10), (3, 10)])
 def test_pipeline_step_equals_plain_step(m, n):
     stages = make_stages()
@@ -87,6 +90,7 @@ def test_pipeline_step_equals_plain_step(m, n):
                for s in stages for p in s.collect_params().values())
 
 
+@needs_devices(2)
 def test_pipeline_training_equals_one_device():
     """Three steps of SGD with momentum: stage trainers vs one Trainer."""
     X, y = data(12)
@@ -111,6 +115,7 @@ def test_pipeline_training_equals_one_device():
         assert np.abs(s.data().asnumpy() - v0).max() > 1e-3      # it trained
 
 
+@needs_devices(2)
 def test_initialize_puts_each_stage_on_its_device():
     stages = [nn.Dense(5, activation='relu'), nn.Dense(2)]     # deferred shapes
     net = Pipeline(stages, [D0, D1], num_micro=2)
@@ -124,6 +129,7 @@ def test_initialize_puts_each_stage_on_its_device():
         net.initialize(ctx=D0)
 
 
+@needs_devices(2)
 def test_bad_arguments_are_clear_errors():
     s0, s1 = make_stages()
     with pytest.raises(ValueError, match='one device per stage, got 2 stages and 1'):
@@ -172,6 +178,7 @@ def test_predicted_bubble():
     assert predicted_bubble(1, 3) == 0
 
 
+@needs_devices(2)
 def test_micro_batches_keep_both_devices_busy_at_once():
     """Behaviour, not speed: with 4 micro-batches the two stages overlap."""
     mx.random.seed(0)
@@ -191,6 +198,7 @@ def test_micro_batches_keep_both_devices_busy_at_once():
     assert bubble(tr, [D0, D1]) < 1
 
 
+@needs_devices(2)
 def test_save_and_load_keep_each_stage_on_its_device(tmp_path):
     stages = make_stages()
     net = Pipeline(stages, [D0, D1], num_micro=2)

@@ -6,6 +6,9 @@ import d2lmini as mx
 from d2lmini import autograd, gluon, init, nd
 from d2lmini.gluon import nn
 
+from conftest import needs_devices
+
+pytestmark = needs_devices(2)
 # two devices of the default context's kind: cpu(0)+cpu(1), or gpu(0)+gpu(1)
 _KIND = mx.current_context().device_type
 CTX1 = [mx.Context(_KIND, 0)]

@@ -181,16 +181,14 @@ def mpirun(n, argv, cwd, timeout=60, env=None, check=True, started=None):
     >>> status, out = d2l.mpirun(2, ['hello.py'], cwd=workdir)
     >>> d2l.results(out)                   # each rank's RESULT line
     """
-    import shutil
     import signal
     import subprocess
     import tempfile
+    from ..launch.mpi import mpich_mpiexec
     python = sys.executable
-    mpiexec = (shutil.which('mpiexec', path=os.path.dirname(python))
-               or shutil.which('mpiexec'))
+    mpiexec, why = mpich_mpiexec()
     if mpiexec is None:
-        raise RuntimeError('mpirun: no mpiexec on the PATH or beside '
-                           f'{python}: install MPICH (see the appendix)')
+        raise RuntimeError(f'mpirun: {why} (see the appendix)')
     with tempfile.TemporaryFile('w+') as log:
         proc = subprocess.Popen(
             [mpiexec, '-n', str(n), python, *argv], cwd=cwd,

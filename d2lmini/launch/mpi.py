@@ -81,6 +81,50 @@ class _Rank:
             pass
 
 
+def find_mpiexec():
+    """The ``mpiexec`` beside this Python (the ``mpich`` wheel's, in a venv),
+    else the first on the PATH, else None."""
+    return (shutil.which('mpiexec', path=os.path.dirname(sys.executable))
+            or shutil.which('mpiexec'))
+
+
+_KINDS = {}
+
+
+def mpiexec_kind(exe):
+    """``'mpich'`` (MPICH's Hydra), ``'openmpi'`` or ``'unknown'``, from what
+    ``exe --version`` prints."""
+    if exe not in _KINDS:
+        try:
+            r = subprocess.run([exe, '--version'], capture_output=True, text=True,
+                               timeout=30, stdin=subprocess.DEVNULL)
+            text = r.stdout + r.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            text = ''
+        _KINDS[exe] = ('mpich' if 'HYDRA' in text else
+                       'openmpi' if 'Open MPI' in text or 'OpenRTE' in text
+                       else 'unknown')
+    return _KINDS[exe]
+
+
+def mpich_mpiexec():
+    """``(path, None)`` for MPICH's ``mpiexec``, or ``(None, why not)``.
+
+    The course's MPI jobs (``d2l.mpirun``, Horovod's tests) need MPICH's:
+    mpi4py comes from the ``mpich`` wheel, and they use Hydra's options.
+    """
+    exe = find_mpiexec()
+    if exe is None:
+        return None, (f'no mpiexec beside {sys.executable} or on the PATH: '
+                      'pip install mpich (requirements.txt)')
+    kind = mpiexec_kind(exe)
+    if kind != 'mpich':
+        return None, (f"{exe} is {'Open MPI' if kind == 'openmpi' else 'not MPICH'}'s "
+                      "mpiexec; MPICH's is needed: pip install mpich "
+                      f'(requirements.txt) puts one beside {sys.executable}')
+    return exe, None
+
+
 def _mpiexec_argv(o, nprocs):
     exe = shutil.which('mpiexec') or shutil.which('mpirun')
     if exe is None:

@@ -9,9 +9,12 @@ An NDArray of shape ``(N, C, H, W)`` may be stored in one of two orders:
   difference except speed.
 
 Ops keep their input's order where they can (NumPy's elementwise ops do so
-by themselves; pooling uses :func:`empty_as`), so a CNN stays in CHWN from
-one convolution to the next.  Where the two orders meet, :func:`copyto`
-transposes with a cache-blocked copy.  No value ever depends on the layout.
+by themselves; pooling uses :func:`empty_as`), so on a CPU a CNN stays in
+CHWN from one convolution to the next.  On a GPU only the convolution's
+result is CHWN: CuPy's elementwise kernels write C-ordered (NCHW) results,
+so the next convolution transposes its input, a fast copy on the device.
+Where the two orders meet, :func:`copyto` transposes with a cache-blocked
+copy.  No value ever depends on the layout.
 One behaviour does: ``reshape`` is a view (sharing memory) when NumPy can
 express the new shape with strides, so on a CHWN-stored array a reshape
 that moves the batch axis (``flatten`` does) is a copy.

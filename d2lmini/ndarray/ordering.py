@@ -44,7 +44,10 @@ class TopkIndicesOp(Op):
 
 def _scatter_axis(xp, g, idx, shape, axis):
     out = xp.zeros(shape, g.dtype)
-    grid = list(xp.indices(idx.shape, sparse=True))
+    # open grids (NumPy's indices(sparse=True), which CuPy lacks)
+    nd = idx.ndim
+    grid = [xp.arange(n).reshape((1,) * d + (n,) + (1,) * (nd - d - 1))
+            for d, n in enumerate(idx.shape)]
     grid[axis] = idx.astype(np.int64)
     xp.add.at(out, tuple(grid), g)          # repeated indices accumulate
     return out

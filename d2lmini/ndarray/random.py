@@ -36,10 +36,25 @@ def generator(ctx):
         backend.check_context(ctx)       # "no GPU: install the extra", not a crash
         s = _SEED[0]
         # Different contexts get different, reproducible streams.
-        ss = None if s is None else [s, ctx.device_type == 'gpu', ctx.device_id]
-        g = _GENS[ctx] = (backend.xp(ctx).random.default_rng(
-            np.random.SeedSequence(ss).generate_state(1)[0] if ss else None))
+        g = _GENS[ctx] = _new_generator(ctx, None if s is None else _seeds(s, ctx))
     return g
+
+
+def _seeds(seed_state, ctx):
+    return [int(seed_state), ctx.device_type == 'gpu', ctx.device_id]
+
+
+def _new_generator(ctx, ss):
+    seed = None if ss is None else np.random.SeedSequence(ss).generate_state(1)[0]
+    if ctx.device_type != 'gpu':
+        return np.random.default_rng(seed)
+    from .. import engine
+    # CuPy's generator keeps its state in device memory, set up by kernels on
+    # the current stream: put them on the stream that will draw, or the first
+    # draws may read an unset state (all values equal), and on ctx's device,
+    # which the generator then belongs to.
+    with backend.device_guard(ctx), engine.stream_for(ctx).cuda_stream:
+        return backend.xp(ctx).random.default_rng(seed)
 
 
 def seed(seed_state, ctx='all'):
@@ -54,19 +69,88 @@ def seed(seed_state, ctx='all'):
     if ctx == 'all':
         _SEED[0] = int(seed_state)
         for c in list(_GENS):
-            _reseed(c, [int(seed_state), c.device_type == 'gpu', c.device_id])
+            _reseed(c, _seeds(seed_state, c))
     else:
-        _reseed(ctx, [int(seed_state), ctx.device_type == 'gpu', ctx.device_id])
+        _reseed(ctx, _seeds(seed_state, ctx))
 
 
 def _reseed(ctx, ss):
-    new = backend.xp(ctx).random.default_rng(
-        np.random.SeedSequence(ss).generate_state(1)[0])
+    new = _new_generator(ctx, ss)
     old = _GENS.get(ctx)
-    if old is not None and hasattr(old, 'bit_generator'):
-        old.bit_generator.state = new.bit_generator.state
-    else:
+    if old is None:
         _GENS[ctx] = new
+    elif isinstance(old, np.random.Generator):
+        old.bit_generator.state = new.bit_generator.state    # NumPy: a dict
+    else:
+        # CuPy: the state is device memory, and ``bit_generator.state`` a
+        # method returning its address; the Generator takes the new one
+        old.bit_generator = new.bit_generator
+
+
+# === draws that NumPy's Generator has and CuPy's (14) lacks ==========================
+def _shape_of(size, params):
+    if size is not None:
+        return size
+    return np.broadcast_shapes(*[getattr(p, 'shape', ()) for p in params])
+
+
+def _xp_of(z):
+    return np if isinstance(z, np.ndarray) else backend.xp_of(z)
+
+
+def _exp(g, *params, size):
+    return g.standard_exponential(_shape_of(size, params))
+
+
+def _log(z):
+    return _xp_of(z).log(z)
+
+
+# name: g, parameters (NumPy's order), size -> samples, from CuPy's methods
+_DERIVED = {
+    'normal': lambda g, loc=0.0, scale=1.0, size=None:
+        loc + scale * g.standard_normal(_shape_of(size, (loc, scale))),
+    'lognormal': lambda g, mean=0.0, sigma=1.0, size=None: _xp_of(
+        z := g.standard_normal(_shape_of(size, (mean, sigma)))).exp(mean + sigma * z),
+    # the difference of two exponentials; -log of one; powers of one
+    'laplace': lambda g, loc=0.0, scale=1.0, size=None:
+        loc + scale * (_exp(g, loc, scale, size=size) - _exp(g, loc, scale, size=size)),
+    'gumbel': lambda g, loc=0.0, scale=1.0, size=None:
+        loc - scale * _log(_exp(g, loc, scale, size=size)),
+    'logistic': lambda g, loc=0.0, scale=1.0, size=None: loc + scale * (
+        lambda u: _log(u) - _xp_of(u).log1p(-u))(g.random(_shape_of(size, (loc, scale)))),
+    'rayleigh': lambda g, scale=1.0, size=None:
+        scale * _xp_of(z := _exp(g, scale, size=size)).sqrt(2 * z),
+    'weibull': lambda g, a, size=None: _exp(g, a, size=size) ** (1.0 / a),
+    'pareto': lambda g, a, size=None: _xp_of(z := _exp(g, a, size=size)).expm1(z / a),
+    # a Poisson whose rate is Gamma(n, (1 - p) / p)
+    'negative_binomial': lambda g, n, p, size=None:
+        g.poisson(g.gamma(n, (1 - p) / p, _shape_of(size, (n, p)))),
+    'choice': lambda g, a, size=None: g.integers(0, a, size),
+    'permutation': lambda g, n: _xp_of(u := g.random(n)).argsort(u).astype(np.int64),
+}
+
+
+def draw_with(g, method, *params, size=None, **kw):
+    """``g.method(*params, size=size)`` on a NumPy or a CuPy generator.
+
+    CuPy's Generator has only some of NumPy's methods; the others are made
+    here from those it has (``lognormal`` is ``exp(normal)``...).  Array
+    parameters must be on the generator's device.
+    """
+    f = getattr(g, method, None)
+    if f is None:
+        f = _DERIVED[method].__get__(g)
+    if method == 'permutation':
+        return f(*params)
+    return f(*params, size=size, **kw)
+
+
+def _device_params(params, xp):
+    """Parameters as CuPy's generator takes them: device arrays or Python
+    numbers (it refuses NumPy scalars and host arrays)."""
+    return [xp.asarray(p) if isinstance(p, np.ndarray) and xp is not np else
+            p.item() if isinstance(p, np.generic) else p for p in params]
 
 
 def _sample_scalar(draw, shape, ctx, dtype, name, out=None):
@@ -128,6 +212,7 @@ def _sample(front, draw, params, shape, dtype, ctx, out, kw):
     dist = front.__name__
     arrays = [isinstance(p, NDArray) for p in params]
     if not any(arrays):
+        params = _device_params(params, np)          # NumPy scalars: numbers
         return _sample_scalar(lambda g, s: draw(g, *params, size=s), shape, ctx,
                               dtype, 'random_' + dist, out)
     if not all(arrays):
@@ -151,8 +236,7 @@ def _uniform(g, low, high, size):
 
 def _normal(g, loc, scale, size):
     _check('normal', 'scale', scale, lambda s: s >= 0, '>= 0')
-    # CuPy's Generator has no normal(); NumPy's normal is exactly this anyway
-    return loc + scale * g.standard_normal(size)
+    return draw_with(g, 'normal', loc, scale, size=size)
 
 
 def _poisson(g, lam, size):
@@ -174,7 +258,7 @@ def _gamma(g, alpha, beta, size):
 def _negative_binomial(g, k, p, size):
     _check('negative_binomial', 'k', k, lambda v: v > 0, '> 0')
     _check('negative_binomial', 'p', p, lambda v: (v > 0) & (v <= 1), 'in (0, 1]')
-    return g.negative_binomial(k, p, size)
+    return draw_with(g, 'negative_binomial', k, p, size=size)
 
 
 def _generalized_negative_binomial(g, mu, alpha, size):
@@ -309,10 +393,7 @@ def shuffle(data, **kw):
     gen = generator(data.context)
     n = data.shape[0]
 
-    def draw(xp):                   # CuPy's Generator may lack permutation()
-        return gen.permutation(n) if hasattr(gen, 'permutation') else \
-            xp.argsort(gen.random(n)).astype(np.int64)
-    perm = _from_host(draw, (data.shape[0],),
+    perm = _from_host(lambda xp: draw_with(gen, 'permutation', n), (data.shape[0],),
                       np.dtype(np.int64), data.context, 'random_permutation')
     return invoke(OPS['take'], (data, perm), {'axis': 0})
 

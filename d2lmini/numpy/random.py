@@ -10,6 +10,7 @@ samplers).
 """
 import numpy as _np
 
+from .. import backend
 from ..context import cpu, current_context
 from ..ndarray.ndarray import NDArray, invoke
 from ..ndarray.registry import OPS
@@ -43,8 +44,10 @@ def _draw(name, method, params, size, dtype, ctx, default='float32'):
     if size is None:
         shape = _np.broadcast_shapes(*[_np.shape(p) for p in host]) if host else ()
     dt = _np.dtype(dtype or default)
+    xp = backend.xp(_ndr._ctx(ctx))
     return _np_class(_ndr._sample_scalar(
-        lambda g, s: getattr(g, method)(*host, size=s), shape, ctx, dt, name))
+        lambda g, s: _ndr.draw_with(g, method, *_ndr._device_params(host, xp), size=s),
+        shape, ctx, dt, name))
 
 
 def _arr_param(*ps):
@@ -71,7 +74,7 @@ def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out
             _np.shape(loc), _np.shape(scale))
         z = _draw('normal', 'standard_normal', (), shape, dtype, ctx or _ctx_of(loc, scale))
         return loc + scale * z
-    # standard_normal, scaled: CuPy's Generator has no normal()
+    # standard_normal, scaled (and 1.0, 0.0 left out): as d2lmini always did
     _check_params('normal', ('loc', 'scale'), (loc, scale))
     z = _draw('normal', 'standard_normal', (), size, dtype, ctx)
     return _into(out, z * scale + loc if (scale, loc) != (1.0, 0.0) else z)
@@ -147,7 +150,8 @@ def permutation(x, ctx=None):
     """A random permutation of ``range(x)`` (int64), or of ``x`` (a copy)."""
     if isinstance(x, (int, _np.integer)):
         return _np_class(_ndr._sample_scalar(
-            lambda g, s: g.permutation(int(x)), (int(x),), ctx or current_context(),
+            lambda g, s: _ndr.draw_with(g, 'permutation', int(x)), (int(x),),
+            ctx or current_context(),
             _np.dtype('int64'), 'permutation'))
     x = asarray(x)
     return x.take(permutation(x.shape[0], ctx=x._ctx), 0)

@@ -70,10 +70,16 @@ def _arg_infer(self, shapes, dtypes, axis=None, keepdims=False):
     return shape, _np.dtype(_np.int64)
 
 
+def _arg_forward(self, a, axis=None, keepdims=False, f='argmax'):
+    if a.ndim == 0:
+        axis = None          # NumPy takes axis 0 or -1 here, CuPy none
+    return getattr(a, f)(axis=axis, keepdims=keepdims).astype(_np.int64)
+
+
 for _base, _name in [('argmax', '_npi_argmax'), ('argmin', '_npi_argmin')]:
     _variant(OPS[_base], _name, infer=_arg_infer,
              forward=lambda self, a, axis=None, keepdims=False, f=_base:
-             getattr(a, f)(axis=axis, keepdims=keepdims).astype(_np.int64))
+             _arg_forward(self, a, axis, keepdims, f))
 
 
 def _acc_cast(a, dtype):
