@@ -30,15 +30,16 @@ Rows, per model (``.npy`` bodies; for LeNet also JSON bodies):
 * **open loop**: requests started at a fixed rate, a few fractions of the
   closed-loop rate, latency from when each request was due;
 * **low load**: one client, sequential requests: the p50 of the HTTP round
-  trip less the p50 of a direct in-process ``Predictor`` call (naive engine,
-  one BLAS thread, as a worker runs it) on the same example (target <= 2 ms).
+  trip less the p50 of a direct ``Predictor`` call (in a process started as
+  a worker is: naive engine, one BLAS thread) on the same example (target
+  <= 2 ms).
   On the batch-1 server that is the server's own cost; on the batching one
   it includes the wait for more requests (up to the 5 ms delay), by design.
 
 The machine is noisy (other programs share its cores), so every
 comparison is measured by turns inside one run: model, echo, batch 1,
 1 device, model, echo, ... (``REPEATS`` rounds), and each figure is the
-median of its rounds; a ratio is the median of the rounds' ratios.
+median of its rounds (a ratio: of the two medians).
 
     python benchmarks/run.py serve          # these rows, into results.md
     python benchmarks/bench_serve.py        # the same, printed
@@ -46,6 +47,8 @@ median of its rounds; a ratio is the median of the rounds' ratios.
 import concurrent.futures
 import json
 import os
+import select
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,11 +65,11 @@ from d2lmini.serve import client          # noqa: E402
 LENET = os.path.join(ROOT, 'tests', 'fixtures', 'serve', 'mx191_lenet')
 NPY, JSON = 'application/x-npy', 'application/json'
 CLIENTS = 32
-REPEATS = 3
-SECONDS = {'lenet': 1.5, 'resnet18': 5.0}      # one closed-loop run, after
+REPEATS = {'lenet': 5, 'resnet18': 3}          # rounds of closed-loop runs
+SECONDS = {'lenet': 1.0, 'resnet18': 5.0}      # one closed-loop run, after
 WARMUP = {'lenet': 0.3, 'resnet18': 1.5}       # (a ResNet batch of 32 takes ~1 s)
 OPEN_LOOP = (0.25, 0.5, 0.8)                   # rates, x the closed-loop rate
-LOW_LOAD_S = {'lenet': 1.0, 'resnet18': 1.5}   # one low-load run, each side
+LOW_LOAD_S = {'lenet': 0.6, 'resnet18': 1.5}   # one low-load run, each side
 LATENCY_TARGET_MS, ADDED_TARGET_MS = 100.0, 2.0
 SERVERS = {
     'batching': ['--devices', 'cpu(0),cpu(1)', '--max-batch-size', '32',
@@ -189,37 +192,51 @@ def stop_servers(servers):
         s.close()
 
 
+def drain(server, model, timeout=30.0):
+    """Wait until ``server`` has no request of ``model`` queued or running
+    (an overloaded open-loop run leaves a backlog that would slow whatever
+    is measured next)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = client.get_json(f'{server.url}/models/{model}')[0]
+        if not d['queueLength'] and all(w['status'] != 'BUSY' for w in d['workers']):
+            return
+        time.sleep(0.1)
+
+
 def _median(xs):
     return float(np.median(xs)) if len(xs) else float('nan')
 
 
 # ------------------------------------------------------------------ closed loop
 def closed_loop(servers, models, repeats, seconds, warmup, log=print):
-    """Closed-loop runs by turns, ``repeats`` rounds: ``{(model, what): [results]}``,
+    """Closed-loop runs by turns, ``repeats[model]`` rounds:
+    ``{(model, what): [results]}``,
     ``what`` one of ``batching``, ``echo``, ``batch 1``, ``1 device``,
     ``json``, ``echo json``."""
     runs = []
     for m, (_, x) in models.items():
         b = bodies(x)
-        a = servers['batching'].url
+        a = servers['batching']
         turns = [('batching', a, f'/predictions/{m}', 'npy'),
                  ('echo', a, '/echo', 'npy')]               # (HTTP only: short)
-        if 'batch 1' in servers:
-            turns.append(('batch 1', servers['batch 1'].url, f'/predictions/{m}', 'npy'))
-        if '1 device' in servers:
-            turns.append(('1 device', servers['1 device'].url,
-                          f'/predictions/{m}', 'npy'))
+        for other in ('batch 1', '1 device'):
+            if other in servers:
+                turns.append((other, servers[other], f'/predictions/{m}', 'npy'))
         if m == 'lenet':
             turns += [('json', a, f'/predictions/{m}', 'json'),
                       ('echo json', a, '/echo', 'json')]
-        runs += [(m, what, url + path, b[kind]) for what, url, path, kind in turns]
+        runs += [(m, what, s, path, b[kind]) for what, s, path, kind in turns]
     results = {}
-    for r in range(repeats):
-        for m, what, url, (body, ctype) in runs:
+    for r in range(max(repeats.values())):
+        for m, what, server, path, (body, ctype) in runs:
+            if r >= repeats[m]:
+                continue
             t = 'lenet' if what.startswith('echo') else m
-            res = _checked(client.load_test(url, body, ctype, clients=CLIENTS,
-                                            seconds=seconds[t], warmup=warmup[t]),
-                           url)
+            res = _checked(client.load_test(server.url + path, body, ctype,
+                                            clients=CLIENTS, seconds=seconds[t],
+                                            warmup=warmup[t]), server.url + path)
+            drain(server, m)
             results.setdefault((m, what), []).append(res)
             log(f'   round {r + 1}: {m:8s} {what:9s} {res["rps"]:7.0f} req/s  '
                 f'p50 {res["p50_ms"]:7.1f} ms  p99 {res["p99_ms"]:7.1f} ms  '
@@ -239,11 +256,10 @@ def _codes(res):
 
 
 def _paired(results, a, b, key='rps'):
-    """Median of ``a``'s, of ``b``'s, and of the rounds' ratios a/b."""
-    xa = [r[key] for r in results[a]]
-    xb = [r[key] for r in results[b]]
-    ratios = [p / q for p, q in zip(xa, xb) if q]
-    return _median(xa), _median(xb), round(_median(ratios), 3)
+    """The medians of ``a``'s and of ``b``'s rounds, and their ratio."""
+    xa = _median([r[key] for r in results[a]])
+    xb = _median([r[key] for r in results[b]])
+    return round(xa, 1), round(xb, 1), round(xa / xb, 3) if xb else None
 
 
 def closed_rows(results, models):
@@ -300,6 +316,7 @@ def open_rows(server, models, results, fractions, seconds, warmup, log=print):
             res = _checked(client.load_test(
                 f'{server.url}/predictions/{m}', body, ctype, rate=rate,
                 seconds=seconds[m] * 0.8, warmup=warmup[m]), f'{m} at {rate} req/s')
+            drain(server, m)
             log(f'   open loop: {m:8s} {rate:6.0f} req/s offered: '
                 f'{res["rps"]:6.0f} served, p50 {res["p50_ms"]:.1f} ms, '
                 f'p99 {res["p99_ms"]:.1f} ms {_codes(res)}')
@@ -314,47 +331,93 @@ def open_rows(server, models, results, fractions, seconds, warmup, log=print):
 
 
 # ------------------------------------------------------------------ low load
-def direct_predictor(prefix):
-    """``f(x) -> seconds`` of one direct ``Predictor`` call on a batch of one,
-    as a worker runs it (naive engine, one BLAS thread)."""
-    import d2lmini as mx
-    from d2lmini.engine import cores, stream
-    from d2lmini.serve import model
-    pred = model.Predictor(model.load(prefix), mx.cpu(0))
+# The direct calls run in a process of their own, started as the server
+# starts its workers (a new session, one BLAS thread, the naive engine from
+# the start): in this process, which also ran the load generator, a busy
+# machine gave the same calls a smaller share of a core than the workers
+# got (90 ms of wall time for 28 ms of CPU), and the "added latency" came
+# out negative.
+DIRECT = r"""
+import sys, time
+import numpy as np
+from d2lmini.engine import stream
+stream.set_engine('naive')
+import d2lmini as mx
+from d2lmini.serve import model
+pred = model.Predictor(model.load(sys.argv[1]), mx.cpu(0))
+x = np.load(sys.argv[2])[None]
+for _ in range(3):
+    pred(x)                                  # plans, caches
+print('ready', flush=True)
+for line in sys.stdin:                       # seconds to measure for
+    times, t0 = [], time.perf_counter()
+    while time.perf_counter() - t0 < float(line) or len(times) < 5:
+        t = time.perf_counter()
+        pred(x)
+        times.append(time.perf_counter() - t)
+    print(float(np.median(times)), flush=True)
+"""
 
-    def call(x):
-        old = stream.set_engine('naive')
-        threads = cores.set_blas_threads(1)
-        try:
-            t = time.perf_counter()
-            pred(x[None])
-            return time.perf_counter() - t
-        finally:
-            cores.set_blas_threads(threads)
-            stream.set_engine(old)
-    return call
+
+class DirectPredictor:
+    """A ``Predictor`` of ``prefix`` on ``cpu(0)`` in a child process, run
+    as a worker runs it; :meth:`p50` times direct calls on the example ``x``
+    (a batch of one)."""
+
+    def __init__(self, prefix, x, directory, timeout=120.0):
+        example = os.path.join(directory, 'direct-example.npy')
+        np.save(example, x)
+        path = [ROOT] + ([os.environ['PYTHONPATH']] if os.environ.get('PYTHONPATH')
+                         else [])
+        env = dict(os.environ, OPENBLAS_NUM_THREADS='1',
+                   PYTHONPATH=os.pathsep.join(path))
+        self.proc = subprocess.Popen([sys.executable, '-c', DIRECT, prefix, example],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=env, start_new_session=True)
+        self._answer(timeout)                       # 'ready'
+
+    def _answer(self, timeout):
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else ''
+        if not line:
+            self.close()
+            raise RuntimeError('the direct Predictor process did not answer')
+        return line
+
+    def p50(self, seconds, timeout=120.0):
+        """Median seconds of one call, over ``seconds`` of calls (5 at least)."""
+        self.proc.stdin.write(f'{seconds}\n')
+        self.proc.stdin.flush()
+        return float(self._answer(timeout + seconds))
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
 
-def low_load(servers, models, repeats, seconds, log=print):
+def low_load(servers, models, repeats, seconds, directory, log=print):
     """One client, sequential requests, vs direct calls, by turns:
     ``{(model, server): (http p50 ms, direct p50 ms)}``."""
     out = {}
     for m, (prefix, x) in models.items():
-        call = direct_predictor(prefix)
-        for _ in range(3):
-            call(x)                                  # plans, caches
-        body, ctype = bodies(x)['npy']
-        http, direct = {n: [] for n in servers}, []
-        for _ in range(repeats):
-            for n, s in servers.items():
-                res = _checked(client.load_test(
-                    f'{s.url}/predictions/{m}', body, ctype, clients=1,
-                    seconds=seconds[m], warmup=0.2), f'{n}, 1 client')
-                http[n].append(res['p50_ms'])
-            times, t0 = [], time.perf_counter()
-            while time.perf_counter() - t0 < seconds[m] / 2 or len(times) < 5:
-                times.append(call(x))
-            direct.append(_median(times) * 1e3)
+        direct_call = DirectPredictor(prefix, x, directory)
+        try:
+            body, ctype = bodies(x)['npy']
+            http, direct = {n: [] for n in servers}, []
+            for _ in range(repeats[m]):
+                for n, s in servers.items():
+                    res = _checked(client.load_test(
+                        f'{s.url}/predictions/{m}', body, ctype, clients=1,
+                        seconds=seconds[m], warmup=0.2), f'{n}, 1 client')
+                    http[n].append(res['p50_ms'])
+                direct.append(direct_call.p50(seconds[m] / 2) * 1e3)
+        finally:
+            direct_call.close()
         for n in servers:
             out[(m, n)] = (_median(http[n]), _median(direct))
             log(f'   low load: {m:8s} {n:9s} HTTP p50 {out[(m, n)][0]:.2f} ms, '
@@ -379,9 +442,10 @@ def low_rows(found):
 
 
 # ------------------------------------------------------------------ all of it
-def run(models=('lenet', 'resnet18'), repeats=REPEATS, seconds=None, warmup=None,
+def run(models=('lenet', 'resnet18'), repeats=None, seconds=None, warmup=None,
         fractions=OPEN_LOOP, low_load_s=None, servers=SERVERS, log=print):
     """The rows (see the module's docstring); smaller arguments, a quick check."""
+    repeats = dict(REPEATS, **(repeats or {}))
     seconds = dict(SECONDS, **(seconds or {}))
     warmup = dict(WARMUP, **(warmup or {}))
     low_load_s = dict(LOW_LOAD_S, **(low_load_s or {}))
@@ -397,7 +461,7 @@ def run(models=('lenet', 'resnet18'), repeats=REPEATS, seconds=None, warmup=None
             rows += open_rows(running['batching'], found, results, fractions,
                               seconds, warmup, log)
             quiet = {n: running[n] for n in ('batch 1', 'batching') if n in running}
-            rows += low_rows(low_load(quiet, found, repeats, low_load_s, log))
+            rows += low_rows(low_load(quiet, found, repeats, low_load_s, tmp, log))
         finally:
             stop_servers(running)
     log(f'   bench_serve: {time.perf_counter() - t0:.0f} s')

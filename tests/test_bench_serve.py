@@ -1,7 +1,8 @@
 """Smoke tests of benchmarks/bench_serve.py at a tiny size (no timing
 thresholds): its ``run()`` gives the runner's rows and leaves no process
-behind, and the ResNet-18 it serves when the model zoo is missing exports
-and loads like any other model."""
+behind, and the ResNet-18 it serves when the model zoo is missing exports,
+loads and runs like any other model (also in the process that times the
+direct calls)."""
 import builtins
 import os
 import sys
@@ -35,7 +36,8 @@ def _children():
 
 def test_run_rows_have_the_runner_columns():
     before = _children()
-    rows = bench_serve.run(models=('lenet',), repeats=1, seconds={'lenet': 0.3},
+    tiny = {'lenet': 1}
+    rows = bench_serve.run(models=('lenet',), repeats=tiny, seconds={'lenet': 0.3},
                            warmup={'lenet': 0.1}, fractions=(0.5,),
                            low_load_s={'lenet': 0.2}, log=lambda *a: None)
     assert _children() <= before                  # servers and workers gone
@@ -50,9 +52,8 @@ def test_run_rows_have_the_runner_columns():
         assert r['bench'] == 'serve' and r['name'].startswith('LeNet')
         assert np.isfinite(r['ours']), r
         assert 'ms' in r['unit'] or 'req/s' in r['unit']
-        if r['unit'].startswith('req/s'):              # throughput: ours vs a peer
-            assert r['ours'] > 0 and r['reference'] > 0 and r['ratio'] > 0
-        elif r['reference'] is not None:             # latency vs its target
+        if r['reference'] is not None:       # throughput vs a peer, latency vs a target
+            assert r['ours'] > 0 and r['reference'] > 0
             assert r['ratio'] == pytest.approx(r['ours'] / r['reference'], rel=1e-2)
 
 
@@ -72,9 +73,13 @@ def test_fallback_resnet18_exports_and_serves_a_batch(tmp_path, monkeypatch):
     convs = [k for k in files.params if k.endswith('weight') and
              files.params[k].ndim == 4]
     assert len(convs) == 1 + 16 + 3          # stem, 8 blocks x 2, 3 projections
-    call = bench_serve.direct_predictor(prefix)
     x = np.random.RandomState(1).rand(3, 32, 32).astype(np.float32)
-    assert call(x) > 0
+    direct = bench_serve.DirectPredictor(prefix, x, str(tmp_path))
+    try:
+        assert 0 < direct.p50(0.01) < 60
+    finally:
+        direct.close()
+    assert direct.proc.returncode == 0
     import d2lmini as mx
     out, = model.Predictor(files, mx.cpu(0))(np.stack([x, x]))
     assert out.shape == (2, 10) and np.isfinite(out).all()
