@@ -265,42 +265,38 @@ def _paired(results, a, b, key='rps'):
 def closed_rows(results, models):
     rows = []
     clients = f'{CLIENTS} clients, closed loop, batch-1 requests'
+
+    def versus(m, a, b, name, unit):
+        if (m, a) in results and (m, b) in results:
+            ours, ref, ratio = _paired(results, (m, a), (m, b))
+            rows.append(dict(name=f'{LABEL[m]}, {name}', ours=ours, reference=ref,
+                             ratio=ratio, unit=unit))
+
     for m in models:
-        label = LABEL[m]
-        if (m, 'batch 1') in results:
-            ours, ref, ratio = _paired(results, (m, 'batching'), (m, 'batch 1'))
-            rows.append(dict(name=f'{label}, 2 x cpu, {clients}: dynamic batching '
-                                  f'(max 32, 5 ms) vs --max-batch-size 1',
-                             ours=ours, reference=ref, ratio=ratio,
-                             unit='req/s (ref: --max-batch-size 1, same load; '
-                                  'target ratio >= 2)'))
+        versus(m, 'batching', 'batch 1', f'2 x cpu, {clients}: dynamic batching '
+               f'(max 32, 5 ms) vs --max-batch-size 1',
+               'req/s (ref: --max-batch-size 1, same load; target ratio >= 2)')
         for kind, what, echo in (('.npy', 'batching', 'echo'),
                                  ('JSON', 'json', 'echo json')):
             if (m, what) not in results:
                 continue
-            ours, ref, ratio = _paired(results, (m, what), (m, echo))
             target = '; target ratio >= 0.7' if m == 'lenet' else \
                 '; the forward pass dominates: no target'
-            rows.append(dict(name=f'{label}, 2 x cpu, {clients}, {kind} bodies: '
-                                  f'predictions vs POST /echo',
-                             ours=ours, reference=ref, ratio=ratio,
-                             unit='req/s (ref: the same server echoing the same '
-                                  f'body, the HTTP ceiling{target})'))
+            versus(m, what, echo, f'2 x cpu, {clients}, {kind} bodies: '
+                   f'predictions vs POST /echo',
+                   f'req/s (ref: the same server echoing the same body, the '
+                   f'HTTP ceiling{target})')
             p50 = _median([r['p50_ms'] for r in results[(m, what)]])
             p99 = _median([r['p99_ms'] for r in results[(m, what)]])
-            rows.append(dict(name=f'{label}, 2 x cpu, {clients}, {kind} bodies: '
+            rows.append(dict(name=f'{LABEL[m]}, 2 x cpu, {clients}, {kind} bodies: '
                                   f'p99 latency (p50 {p50:.1f} ms)',
                              ours=round(p99, 2), reference=LATENCY_TARGET_MS,
                              ratio=round(p99 / LATENCY_TARGET_MS, 3),
                              unit='ms (ref: the target, 100 ms; ratio <= 1 '
                                   'meets it)'))
-        if (m, '1 device') in results:
-            ours, ref, ratio = _paired(results, (m, 'batching'), (m, '1 device'))
-            rows.append(dict(name=f'{label}, {clients}, batching: 2 devices '
-                                  f'(cpu(0), cpu(1)) vs 1 (cpu(0))',
-                             ours=ours, reference=ref, ratio=ratio,
-                             unit='req/s (ref: one device, same load; '
-                                  'higher is better)'))
+        versus(m, 'batching', '1 device', f'{clients}, batching: 2 devices '
+               f'(cpu(0), cpu(1)) vs 1 (cpu(0))',
+               'req/s (ref: one device, same load; higher is better)')
     return rows
 
 
