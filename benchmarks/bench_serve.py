@@ -320,7 +320,7 @@ def open_rows(server, models, results, fractions, seconds, warmup, log=print):
                 name=f'{LABEL[m]}, 2 x cpu, batching, open loop at {rate:.0f} '
                      f'req/s ({f:g} x the closed-loop rate): p50 '
                      f'{res["p50_ms"]:.1f} ms, p95 {res["p95_ms"]:.1f} ms, '
-                     f'{res["rps"]:.0f} req/s served',
+                     f'{res["rps"]:.0f} req/s served {_codes(res)}'.rstrip(),
                 ours=round(res['p99_ms'], 2), reference=None, ratio=None,
                 unit='ms p99 latency, from when each request was due'))
     return rows
