@@ -148,9 +148,10 @@ async def _load(url, body, headers, clients, rate, seconds, warmup, timeout):
         except aiohttp.ClientError as e:
             code = type(e).__name__
         end = loop.time()
-        if due >= start and end <= stop:          # inside the window only
-            codes[code] = codes.get(code, 0) + 1
-            log.append((due - start, end - due, code))
+        if start <= end <= stop:                  # answered inside the window:
+            codes[code] = codes.get(code, 0) + 1  # the throughput
+        if start <= due < stop:                   # sent inside it: the latency,
+            log.append((due - start, end - due, code))   # however late
             if code == 200:
                 lat.append(end - due)
 
@@ -187,11 +188,13 @@ def load_test(url, body, content_type='application/x-npy', clients=None,
     """Drive ``url`` (POST ``body``) for ``seconds`` after ``warmup``:
     ``clients`` concurrent clients (closed loop) or ``rate`` requests per
     second (open loop).  Returns ``{'rps', 'p50_ms', 'p95_ms', 'p99_ms',
-    'max_ms', 'codes', 'requests', ...}``, counting only requests sent and
-    answered inside the window; ``requests`` lists them as ``(due,
-    latency, status)``, in seconds from the window's start.  Runs on a
-    thread of its own, so it also works inside a notebook (whose loop is
-    already running)."""
+    'max_ms', 'codes', 'requests', ...}``: the throughput and the
+    ``codes`` count the answers that came inside the window, the latencies
+    are those of the requests sent inside it (answered before or after its
+    end: dropping the late ones would hide the slowest); ``requests`` lists
+    those as ``(due, latency, status)``, in seconds from the window's
+    start.  Runs on a thread of its own, so it also works inside a notebook
+    (whose loop is already running)."""
     if (clients is None) == (rate is None):
         raise ValueError('give clients= (closed loop) or rate= (open loop)')
     headers = {'Content-Type': content_type}
