@@ -120,9 +120,6 @@ class ModelServer:
         self.url = f'http://{self.host}:{self.port}'
         self.started = time.time()
         self._gauges()
-        gc.collect()
-        gc.freeze()          # what exists now lives as long as the server:
-        #                      the collector need not scan it again
 
     async def shutdown(self):
         self.http.stop()
@@ -142,9 +139,9 @@ class ModelServer:
     def _start_ssh(self):
         from ..launch.plan import _Spec
         from ..launch.ssh import _ssh_argv
-        for h, (host, ssh_port) in enumerate(self.hosts):
+        for host, ssh_port in self.hosts:
             for d in self.devices:
-                for k in range(self.workers_per_device):
+                for _ in range(self.workers_per_device):
                     spec = _Spec('worker', len(self._ssh), {}, host, ssh_port)
                     cmd = [sys.executable, '-m', 'd2lmini.serve.worker',
                            '--frontend', self.pool.address, '--device', d]
@@ -326,6 +323,10 @@ def main(argv=None):
             print(f'python -m d2lmini.serve: {e}', file=sys.stderr)
             await server.pool.close()
             return 1
+        gc.collect()
+        gc.freeze()     # what exists now lives as long as this process: the
+        #                 collector need not scan it again (not done for a
+        #                 server on a thread of another program: start())
         print(f'serving {", ".join(server.models)} at {server.url} with '
               f'{server.pool.ready_count()} workers (workers connect to '
               f'{server.pool.address})', flush=True)
