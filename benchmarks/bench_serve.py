@@ -233,9 +233,8 @@ def closed_loop(servers, models, repeats, seconds, warmup, log=print):
             if r >= repeats[m]:
                 continue
             t = 'lenet' if what.startswith('echo') else m
-            res = _checked(client.load_test(server.url + path, body, ctype,
-                                            clients=CLIENTS, seconds=seconds[t],
-                                            warmup=warmup[t]), server.url + path)
+            res = _measured(server.url + path, server.url + path, body, ctype,
+                            clients=CLIENTS, seconds=seconds[t], warmup=warmup[t])
             drain(server, m)
             results.setdefault((m, what), []).append(res)
             log(f'   round {r + 1}: {m:8s} {what:9s} {res["rps"]:7.0f} req/s  '
@@ -244,10 +243,17 @@ def closed_loop(servers, models, repeats, seconds, warmup, log=print):
     return results
 
 
-def _checked(res, what):
-    if not res['ok']:
-        raise RuntimeError(f'{what}: no request answered 200 ({res["codes"]})')
-    return res
+def _measured(what, url, body, ctype, seconds, warmup, **load):
+    """``client.load_test``; a window that saw no answer (a busy machine
+    still opening the clients' connections) is tried again, twice as long,
+    up to three times."""
+    for _ in range(3):
+        res = client.load_test(url, body, ctype, seconds=seconds, warmup=warmup,
+                               **load)
+        if res['ok']:
+            return res
+        seconds, warmup = 2 * seconds, 2 * warmup
+    raise RuntimeError(f'{what}: no request answered 200 ({res["codes"]})')
 
 
 def _codes(res):
@@ -309,9 +315,9 @@ def open_rows(server, models, results, fractions, seconds, warmup, log=print):
         top = _median([r['rps'] for r in results[(m, 'batching')]])
         for f in fractions:
             rate = max(1.0, round(top * f))
-            res = _checked(client.load_test(
-                f'{server.url}/predictions/{m}', body, ctype, rate=rate,
-                seconds=seconds[m] * 0.8, warmup=warmup[m]), f'{m} at {rate} req/s')
+            res = _measured(f'{m} at {rate} req/s', f'{server.url}/predictions/{m}',
+                            body, ctype, rate=rate, seconds=seconds[m] * 0.8,
+                            warmup=warmup[m])
             drain(server, m)
             log(f'   open loop: {m:8s} {rate:6.0f} req/s offered: '
                 f'{res["rps"]:6.0f} served, p50 {res["p50_ms"]:.1f} ms, '
@@ -407,9 +413,9 @@ def low_load(servers, models, repeats, seconds, directory, log=print):
             http, direct = {n: [] for n in servers}, []
             for _ in range(repeats[m]):
                 for n, s in servers.items():
-                    res = _checked(client.load_test(
-                        f'{s.url}/predictions/{m}', body, ctype, clients=1,
-                        seconds=seconds[m], warmup=0.2), f'{n}, 1 client')
+                    res = _measured(f'{n}, 1 client', f'{s.url}/predictions/{m}',
+                                    body, ctype, clients=1, seconds=seconds[m],
+                                    warmup=0.2)
                     http[n].append(res['p50_ms'])
                 direct.append(direct_call.p50(seconds[m] / 2) * 1e3)
         finally:
