@@ -308,10 +308,6 @@ class ufunc:
         self.nin, self.nout, self.nargs = u.nin, u.nout, u.nargs
 
     def __call__(self, *args, **kwargs):
-        if self.__name__ == 'power' and len(args) == 2 and not kwargs:
-            r = _int_power(*args)
-            if r is not None:
-                return r
         r = self._call(*args, **kwargs)
         if kwargs.get('out') is None:         # CuPy allocates results C-ordered
             r = _c_order(r)
@@ -319,27 +315,6 @@ class ufunc:
 
     def __repr__(self):
         return f'<ufunc {self.__name__!r} (cupy_standin)>'
-
-
-def _kind(x):
-    """The dtype kind of unwrapped data or a Python number, else None."""
-    if isinstance(x, (_np.ndarray, _np.generic)):
-        return x.dtype.kind
-    if isinstance(x, bool):
-        return 'b'
-    return 'i' if isinstance(x, int) else None
-
-
-def _int_power(a, b):
-    """CuPy's integers to integer powers: a negative power is no error (NumPy
-    raises ValueError) but 0, or +-1 for a base of +-1.  None: not integers."""
-    a_, b_ = (_unwrap(x) for x in (a, b))
-    if not all(_kind(x) in ('i', 'u') for x in (a_, b_)):
-        return None                            # (anything else: the ufunc's way)
-    neg = _np.asarray(b_) < 0
-    r = _np.power(a_, _np.where(neg, 0, b_).astype(_np.result_type(b_)))
-    small = _np.where(a_ == 1, 1, _np.where(a_ == -1, _np.where(b_ % 2, -1, 1), 0))
-    return _wrap(_np.where(neg, small, r).astype(r.dtype))
 
 
 # Creation from host data: the only functions that accept NumPy arrays.
