@@ -84,19 +84,21 @@ def _plan(o):
     return specs
 
 
-def _child_pythonpath():
+def _child_pythonpath(inherited=None):
     """``PYTHONPATH`` for a child: the directory this ``d2lmini`` was
     imported from first (unless it is an installed package's site
-    directory), then this process's entries made absolute, so that a child
+    directory), then ``inherited`` (this process's ``PYTHONPATH`` unless
+    given) with its entries made absolute, so that a child
     started in another directory imports what the launcher imports (with
     ``python -m d2lmini.launch`` from a checkout, or a ``D2LMINI_CUPY``
     module found on ``PYTHONPATH``)."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
     sites = set(site.getsitepackages()) | {site.getusersitepackages()}
-    inherited = os.environ.get('PYTHONPATH', '').split(os.pathsep)
+    if inherited is None:
+        inherited = os.environ.get('PYTHONPATH', '')
     parts = ([] if root in sites else [root]) + \
-        [os.path.abspath(p) for p in inherited if p]
+        [os.path.abspath(p) for p in inherited.split(os.pathsep) if p]
     return os.pathsep.join(dict.fromkeys(parts))
 
 

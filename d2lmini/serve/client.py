@@ -31,6 +31,8 @@ import urllib.request
 
 import numpy as np
 
+from ..launch.plan import _child_pythonpath
+
 __all__ = ['predict', 'ServerProcess', 'load_test', 'npy_bytes', 'HTTPError']
 
 HTTPError = urllib.error.HTTPError
@@ -81,9 +83,7 @@ class ServerProcess:
         if '--port' not in argv:
             argv += ['--port', '0']
         env = dict(os.environ if env is None else env, PYTHONUNBUFFERED='1')
-        pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env['PYTHONPATH'] = os.pathsep.join([pkg] + [p for p in env.get(
-            'PYTHONPATH', '').split(os.pathsep) if p])
+        env['PYTHONPATH'] = _child_pythonpath(env.get('PYTHONPATH', ''))
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, env=env,
                                      start_new_session=True)

@@ -32,15 +32,10 @@ import time
 from . import model as model_mod
 from .batcher import Batcher
 from .metrics import BATCH_BUCKETS, LATENCY_BUCKETS, Metrics
-from .workers import WorkerPool
+from .workers import WorkerPool, secret
 
 log = logging.getLogger('d2lmini.serve')
 __all__ = ['ModelServer', 'main']
-
-
-def _secret():
-    s = os.environ.get('D2LMINI_PS_SECRET')
-    return s.encode() if s else None
 
 
 class ModelServer:
@@ -99,7 +94,7 @@ class ModelServer:
         import tornado.httpserver
         from .api import make_app
         self.pool = WorkerPool(self.models, self.worker_host, self.worker_port,
-                               _secret(), self.dead_after, self._gauges)
+                               secret(), self.dead_after, self._gauges)
         self.pool.start()
         if self.hosts:
             self._start_ssh()

@@ -36,14 +36,9 @@ import zmq
 
 from ..kvstore.dist import wire
 
-from .workers import FRONTEND, HEARTBEAT_S
+from .workers import FRONTEND, HEARTBEAT_S, secret
 
 log = logging.getLogger('d2lmini.serve')
-
-
-def _secret():
-    s = os.environ.get('D2LMINI_PS_SECRET')
-    return s.encode() if s else None
 
 
 def _heartbeats(zctx, address, name, secret, stop):
@@ -156,7 +151,7 @@ def main(argv=None):
                    help='exit when this process (the front end) is gone')
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format='[serve worker] %(message)s')
-    return run(a.frontend, a.device, a.name, _secret(), a.frontend_timeout,
+    return run(a.frontend, a.device, a.name, secret(), a.frontend_timeout,
                a.parent_pid)
 
 

@@ -35,10 +35,18 @@ import zmq
 import zmq.asyncio
 
 from ..kvstore.dist import wire
+from ..launch.plan import _child_pythonpath
 
 log = logging.getLogger('d2lmini.serve')
 FRONTEND = 'frontend'       # the front end's name on the wire (a message's "to")
 HEARTBEAT_S = 0.1           # how often a worker says it is alive
+
+
+def secret():
+    """The shared secret that signs every message (``D2LMINI_PS_SECRET``,
+    the parameter server's), or None."""
+    s = os.environ.get('D2LMINI_PS_SECRET')
+    return s.encode() if s else None
 
 __all__ = ['WorkerPool', 'WorkerLost', 'WorkerError', 'NoWorkers']
 
@@ -119,9 +127,7 @@ class WorkerPool:
         """Start a worker process on this machine for ``device``."""
         env = dict(os.environ if env is None else env)
         env.setdefault('OPENBLAS_NUM_THREADS', '1')   # one core per worker
-        pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env['PYTHONPATH'] = os.pathsep.join(
-            [pkg] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])
+        env['PYTHONPATH'] = _child_pythonpath(env.get('PYTHONPATH', ''))
         # A name nobody else knows yet: its hello, not a pid any peer could
         # claim (GET /models shows pids), ties the worker to this process.
         name = f'{socket.gethostname()}-{len(self._procs)}-{os.urandom(4).hex()}'
