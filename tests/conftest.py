@@ -115,3 +115,12 @@ def fashion_mnist_dir():
     if FASHION_MNIST is None:
         pytest.skip('the Fashion-MNIST files are not available')
     return FASHION_MNIST
+
+
+def alive(pid):
+    """``pid`` is running (a zombie not yet reaped counts as gone)."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except (OSError, IndexError):
+        return False

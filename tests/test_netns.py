@@ -16,6 +16,7 @@ import time
 import pytest
 
 import netns
+from conftest import alive
 
 OK, WHY = netns.available()
 needs_netns = pytest.mark.skipif(not OK, reason=f'no network namespaces: {WHY}')
@@ -38,13 +39,6 @@ def _root_links():
     return {line.split(':')[1].strip() for line in out.splitlines()}
 
 
-def _alive(pid):
-    """Running (a zombie not yet reaped counts as gone)."""
-    try:
-        with open(f'/proc/{pid}/stat') as f:
-            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except FileNotFoundError:
-        return False
 
 
 def _read_line(proc):
@@ -221,10 +215,10 @@ def test_exception_in_block_stops_processes_and_removes_everything():
                                     text=True)
             child = int(_read_line(parent))
             pids = [sleeper.pid, parent.pid, child]
-            assert all(_alive(p) for p in pids)
+            assert all(alive(p) for p in pids)
             assert set(names) <= _ns_list()
             1 / 0
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)
     assert not set(names) & _ns_list()
     assert _mine() == set() and _root_links() == before_links
     with pytest.raises(RuntimeError, match='removed'):
@@ -258,7 +252,7 @@ def test_killed_driver_leaves_nothing(sig):
     try:
         names = _read_line(driver).split()
         pids = [int(p) for p in _read_line(driver).split()]
-        assert set(names) <= _ns_list() and all(_alive(p) for p in pids)
+        assert set(names) <= _ns_list() and all(alive(p) for p in pids)
         driver.send_signal(sig)
         driver.wait(timeout=TIMEOUT)
     finally:
@@ -273,9 +267,9 @@ def test_killed_driver_leaves_nothing(sig):
     else:
         assert driver.returncode != 0       # interrupted, not finished
     deadline = time.monotonic() + 5
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)
     assert not set(names) & _ns_list()
 
 

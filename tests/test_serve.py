@@ -50,6 +50,7 @@ from d2lmini.d2l.models import lenet_multigpu          # noqa: E402
 from d2lmini.serve import ModelServer, api, model      # noqa: E402
 from d2lmini.serve.client import ServerProcess, load_test, npy_bytes  # noqa: E402
 from d2lmini.serve.metrics import Metrics              # noqa: E402
+from conftest import alive
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, 'fixtures', 'serve', 'mx191_lenet')
@@ -182,13 +183,6 @@ def requests_total(samples, model, code):
     return samples.get(key, 0)
 
 
-def proc_alive(pid):
-    """``pid`` exists and is not a zombie."""
-    try:
-        with open(f'/proc/{pid}/stat') as f:
-            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
 
 
 def serve_children():
@@ -249,7 +243,7 @@ class Served:
     def close(self):
         self.server.close()
         pids = self.pids + self.children
-        wait_for(lambda: not any(map(proc_alive, pids)), f'{pids} gone')
+        wait_for(lambda: not any(map(alive, pids)), f'{pids} gone')
 
 
 @pytest.fixture(scope='module')
@@ -293,7 +287,7 @@ def still_serving(s, name='mx191_lenet'):
     desc = describe(s.url, name)
     assert desc['lostWorkers'] == []
     assert sorted(w['pid'] for w in desc['workers']) == s.pids
-    assert all(proc_alive(p) for p in s.pids)
+    assert all(alive(p) for p in s.pids)
 
 
 FORMATS = [(NPY, NPY), (JSON, JSON), (JSON, NPY), (NPY, JSON)]

@@ -43,7 +43,7 @@ zmq = pytest.importorskip('zmq')
 pytest.importorskip('tornado')
 
 import d2lmini as mx                                         # noqa: E402
-from conftest import child_pythonpath                        # noqa: E402
+from conftest import alive, child_pythonpath                        # noqa: E402
 from d2lmini.kvstore.dist import wire                        # noqa: E402
 from d2lmini.serve.client import (HTTPError, ServerProcess,  # noqa: E402
                                   get_json, predict)
@@ -107,20 +107,14 @@ def _descendants(pid):
     return found
 
 
-def _alive(pid):
-    try:
-        with open(f'/proc/{pid}/stat') as f:
-            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except OSError:
-        return False
 
 
 def _wait_gone(pids, timeout=10.0):
     """The pids still alive after waiting up to ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return [p for p in pids if _alive(p)]
+    return [p for p in pids if alive(p)]
 
 
 def _until(what, timeout=10.0, every=0.05):
@@ -334,7 +328,7 @@ def test_a_killed_worker_fails_no_request(signed, expected):
     assert lost['id'] == victim['id'] and lost['device'] == 'cpu(1)'
     # (its exit, or, on a slow machine, its silence before it was killed)
     assert any(why in lost['reason'] for why in ('exited', 'no heartbeat')), lost
-    assert not _alive(victim['pid'])
+    assert not alive(victim['pid'])
     _serving(signed, expected)
 
 
@@ -546,7 +540,7 @@ def test_a_peer_cannot_claim_a_local_worker(standin, expected):
     finally:
         fake.close()
     time.sleep(0.3)
-    assert _alive(real['pid'])
+    assert alive(real['pid'])
     info = _describe(standin)
     assert real['id'] in [w['id'] for w in info['workers']]
     assert len(info['workers']) == 2
