@@ -48,7 +48,8 @@ pytest.importorskip('aiohttp')
 import d2lmini as mx                                    # noqa: E402
 from d2lmini.d2l.models import lenet_multigpu          # noqa: E402
 from d2lmini.serve import ModelServer, api, model      # noqa: E402
-from d2lmini.serve.client import ServerProcess, load_test, npy_bytes  # noqa: E402
+from d2lmini.serve.client import (Client, HTTPError, ServerProcess,  # noqa: E402
+                                  load_test, npy_bytes)
 from d2lmini.serve.metrics import Metrics              # noqa: E402
 from conftest import alive
 
@@ -379,6 +380,25 @@ def test_the_load_generator_drives_the_server(served):
     assert res['p50_ms'] <= res['p99_ms'] <= res['max_ms']
 
 
+def test_a_client_keeps_one_connection_for_many_requests(served):
+    x, y = REF['x'], REF['y']
+    with Client(served.url) as c:
+        for npy in (True, False):
+            for i in range(3):
+                np.testing.assert_allclose(c.predict('mx191_lenet', x[i], npy=npy),
+                                           y[i], **TOL)
+        local = c.conn.sock.getsockname()
+        np.testing.assert_allclose(c.predict('mx191_lenet', x), y, **TOL)
+        assert c.conn.sock.getsockname() == local          # kept alive
+        with pytest.raises(HTTPError) as e:
+            c.predict('nothing', x[0])
+        assert e.value.code == 404 and 'Model not found' in e.value.msg
+        with pytest.raises(HTTPError) as e:
+            c.predict('mx191_lenet', x[0, :, :27])
+        assert e.value.code == 400 and '(1, 28, 28)' in e.value.msg
+        np.testing.assert_allclose(c.predict('mx191_lenet', x[3]), y[3], **TOL)
+
+
 # ----------------------------------------------------------------- the other pages
 def test_ping_and_the_models_pages(served):
     assert get(served.url, '/ping') == {'status': 'Healthy'}
@@ -482,11 +502,12 @@ def test_a_pickled_npy_body_is_refused_unread(served, tmp_path):
 
 
 def test_an_unknown_model_is_404(served):
+    before = requests_total(metrics(served.url), '', 404)   # (other tests' 404s)
     err = error(post(served.url, 'resnet', ONE), 404)
     assert err['type'] == 'ModelNotFoundException' and 'lenet' in err['message']
     error(call(served.url, '/predictions/a%22b%0Ac', b'[1]', JSON), 404)
     samples = metrics(served.url)                   # (still valid Prometheus text)
-    assert requests_total(samples, '', 404) == 2    # one series, not one a name
+    assert requests_total(samples, '', 404) == before + 2   # one series, not one a name
     assert not [k for k in samples if ('model', 'resnet') in k[1]]
     still_serving(served)
 
@@ -618,6 +639,21 @@ def test_encode_json_or_npy():
     assert json.loads(body) == [y.tolist(), y[:, :2].tolist()]
     with pytest.raises(api.BadInput, match='2 outputs'):
         api.encode([y, y], False, NPY)
+
+
+def test_npy_answers_equal_numpys_own_files():
+    # the header is cached per dtype and shape: the second file of each kind
+    # comes from the cache, and must be byte for byte what np.save writes
+    for arr in (np.arange(10, dtype=np.float32), np.zeros((3, 4), '>f8'),
+                np.asfortranarray(np.arange(6.).reshape(2, 3)), np.float32(2.5),
+                np.arange(4, dtype=np.int64)[::2], np.zeros((0, 5), np.float32)):
+        for _ in range(2):
+            arr = np.asarray(arr) + 0        # (a new array, same dtype and shape)
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+            assert api.npy(arr) == buf.getvalue()
+            np.testing.assert_array_equal(
+                np.load(io.BytesIO(api.npy(arr)), allow_pickle=False), arr)
 
 
 def test_metrics_render_counters_gauges_histograms():

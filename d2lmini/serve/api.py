@@ -40,7 +40,7 @@ from .batcher import QueueFull, Unavailable
 from .workers import WorkerError
 
 NPY = 'application/x-npy'
-__all__ = ['make_app', 'BadInput', 'decode', 'encode']
+__all__ = ['make_app', 'BadInput', 'decode', 'encode', 'npy']
 
 
 class BadInput(ValueError):
@@ -112,6 +112,26 @@ def decode(body, content_type, shape):
                    f'({want}) or a batch of shape (N, {want})')
 
 
+_NPY_OUT = {}         # (dtype, shape) -> the .npy header NumPy writes for it
+
+
+def npy(arr):
+    """``arr`` as an ``.npy`` file (bytes).  The header is NumPy's own
+    (``np.save``), written once per dtype and shape and then reused: answers
+    of one model all have the same few shapes."""
+    arr = np.ascontiguousarray(arr)
+    key = (arr.dtype.str, arr.shape)
+    header = _NPY_OUT.get(key)
+    if header is None:
+        buf = io.BytesIO()
+        np.save(buf, arr, allow_pickle=False)
+        full = buf.getvalue()
+        if len(_NPY_OUT) < 64:
+            _NPY_OUT[key] = full[:len(full) - arr.nbytes]
+        return full
+    return header + arr.tobytes()
+
+
 def encode(outs, single, accept):
     """``(body, content type)`` of the outputs of one request."""
     if single:
@@ -120,9 +140,7 @@ def encode(outs, single, accept):
         if len(outs) != 1:
             raise BadInput(f'the model has {len(outs)} outputs; .npy holds one '
                            '(ask for JSON)')
-        buf = io.BytesIO()
-        np.save(buf, outs[0], allow_pickle=False)
-        return buf.getvalue(), NPY
+        return npy(outs[0]), NPY
     data = outs[0].tolist() if len(outs) == 1 else [o.tolist() for o in outs]
     return json.dumps(data).encode(), 'application/json'
 
