@@ -24,16 +24,19 @@ import os
 import re
 import subprocess
 import sys
+import http.client
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import numpy as np
 
 from ..launch.plan import _child_pythonpath
 
-__all__ = ['predict', 'ServerProcess', 'load_test', 'npy_bytes', 'HTTPError']
+__all__ = ['predict', 'Client', 'ServerProcess', 'load_test', 'npy_bytes',
+           'HTTPError']
 
 HTTPError = urllib.error.HTTPError
 
@@ -45,24 +48,83 @@ def npy_bytes(x):
     return buf.getvalue()
 
 
+def _request(x, npy):
+    """``(body, content type)`` of the examples ``x``."""
+    x = np.asarray(x, dtype=np.float32)
+    return (npy_bytes(x), 'application/x-npy') if npy else \
+        (json.dumps(x.tolist()).encode(), 'application/json')
+
+
+def _outputs(data, content_type):
+    if (content_type or '').startswith('application/x-npy'):
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    return np.asarray(json.loads(data), dtype=np.float32)
+
+
 def predict(url, model, x, npy=True, timeout=10.0):
     """POST ``x`` to ``url/predictions/model``; the outputs as an array.
 
     An error answer raises ``urllib.error.HTTPError``; its JSON body, with
     the server's message, is in ``e.read()``.
     """
-    x = np.asarray(x, dtype=np.float32)
-    body, ctype = (npy_bytes(x), 'application/x-npy') if npy else \
-        (json.dumps(x.tolist()).encode(), 'application/json')
+    body, ctype = _request(x, npy)
     req = urllib.request.Request(f'{url}/predictions/{model}', data=body,
                                  method='POST', headers={
                                      'Content-Type': ctype,
                                      'Accept': ctype})
     with urllib.request.urlopen(req, timeout=timeout) as r:
-        data = r.read()
-        if r.headers.get('Content-Type', '').startswith('application/x-npy'):
-            return np.load(io.BytesIO(data), allow_pickle=False)
-        return np.asarray(json.loads(data), dtype=np.float32)
+        return _outputs(r.read(), r.headers.get('Content-Type'))
+
+
+class Client:
+    """Requests to the server at ``url`` over one kept-alive connection
+    (:func:`predict` opens a new one each time)::
+
+        with Client(server.url) as c:
+            y = c.predict('lenet', x)
+
+    An error answer raises :class:`HTTPError`, as :func:`predict` does.
+    Not for several threads at once: give each its own.
+    """
+
+    def __init__(self, url, timeout=10.0):
+        u = urllib.parse.urlsplit(url)
+        self.url = url
+        self.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+
+    def post(self, path, body, content_type, accept=None):
+        """``(status, content type, body)`` of one POST to ``path``."""
+        headers = {'Content-Type': content_type, 'Accept': accept or content_type}
+        try:
+            self.conn.request('POST', path, body, headers)
+            r = self.conn.getresponse()
+            data = r.read()
+        except (http.client.HTTPException, OSError):
+            self.conn.close()             # (the next request reconnects)
+            raise
+        return r.status, r.getheader('Content-Type'), data
+
+    def predict(self, model, x, npy=True):
+        """The outputs of ``model`` for the examples ``x`` (or one example)."""
+        body, ctype = _request(x, npy)
+        status, rtype, data = self.post(f'/predictions/{model}', body, ctype)
+        if status != 200:
+            try:
+                message = json.loads(data)['message']
+            except (ValueError, TypeError, KeyError):
+                message = data[:200].decode(errors='replace')
+            raise HTTPError(f'{self.url}/predictions/{model}', status, message,
+                            None, io.BytesIO(data))
+        return _outputs(data, rtype)
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def get_json(url, timeout=10.0):
@@ -184,7 +246,7 @@ async def _load(url, body, headers, clients, rate, seconds, warmup, timeout):
 
 
 def load_test(url, body, content_type='application/x-npy', clients=None,
-              rate=None, seconds=2.0, warmup=0.3, timeout=30.0):
+              rate=None, seconds=2.0, warmup=0.3, timeout=30.0, accept=None):
     """Drive ``url`` (POST ``body``) for ``seconds`` after ``warmup``:
     ``clients`` concurrent clients (closed loop) or ``rate`` requests per
     second (open loop).  Returns ``{'rps', 'p50_ms', 'p95_ms', 'p99_ms',
@@ -193,11 +255,12 @@ def load_test(url, body, content_type='application/x-npy', clients=None,
     are those of the requests sent inside it (answered before or after its
     end: dropping the late ones would hide the slowest); ``requests`` lists
     those as ``(due, latency, status)``, in seconds from the window's
-    start.  Runs on a thread of its own, so it also works inside a notebook
+    start.  The answers are asked for in ``accept`` (by default the
+    body's own type).  Runs on a thread of its own, so it also works inside a notebook
     (whose loop is already running)."""
     if (clients is None) == (rate is None):
         raise ValueError('give clients= (closed loop) or rate= (open loop)')
-    headers = {'Content-Type': content_type}
+    headers = {'Content-Type': content_type, 'Accept': accept or content_type}
     out = []
     t = threading.Thread(target=lambda: out.append(asyncio.run(_load(
         url, body, headers, clients, rate, seconds, warmup, timeout))))
