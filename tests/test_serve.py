@@ -278,6 +278,17 @@ def hurried(lenet):
     s.close()
 
 
+@pytest.fixture(scope='module')
+def patient(lenet):
+    """In this process, a batch delay of a minute: a batch leaves before
+    then only when it is full or when no other request can come."""
+    s = Served(ModelServer([lenet.signed], max_batch_size=8,
+                           max_batch_delay_ms=60000, timeout_s=120,
+                           dead_after=60.0).start)
+    yield s
+    s.close()
+
+
 def still_serving(s, name='mx191_lenet'):
     """A prediction is right, and every worker is the one that started."""
     if name == 'mx191_lenet':
@@ -361,6 +372,33 @@ def test_concurrent_requests_are_batched_and_each_gets_its_own_answer(served, le
     ones, larger = batches(before, after, 1), batches(before, after, 8, 1)
     assert larger >= 1, f'{ones} batches of one, none larger'
     assert batches(before, after, INF, 8) == 0          # none over the maximum
+
+
+def test_a_batch_leaves_at_once_when_every_connection_waits(patient, lenet):
+    x = np.random.RandomState(4).rand(3, 1, 28, 28).astype(np.float32)
+    server, queue = patient.server, patient.server.batchers['lenet']
+    wait_for(lambda: server.connections == 0, 'the fixture\'s connections closed')
+    with Client(patient.url, timeout=WAIT) as c:      # alone: no minute's wait
+        np.testing.assert_allclose(c.predict('lenet', x[0]), lenet.forward(x)[0], **TOL)
+    host, port = patient.url.rsplit('/', 1)[-1].split(':')
+    idle = socket.create_connection((host, int(port)), timeout=WAIT)
+    try:                                              # someone else could send
+        wait_for(lambda: server.connections == 1, 'the idle connection')
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            c = Client(patient.url, timeout=WAIT)
+            answer = pool.submit(c.predict, 'lenet', x[1:])
+            wait_for(lambda: len(queue) == 1, 'the request queued')
+            time.sleep(0.5)
+            assert not answer.done() and len(queue) == 1
+            assert (server.connections, server.waiting) == (2, 1)
+            idle.close()                              # now nobody else can
+            np.testing.assert_allclose(answer.result(WAIT), lenet.forward(x)[1:], **TOL)
+            c.close()
+    finally:
+        idle.close()
+    samples = metrics(patient.url)
+    assert samples[('d2lmini_serve_connections', (('state', 'open'),))] == 1
+    assert samples[('d2lmini_serve_connections', (('state', 'waiting'),))] == 0
 
 
 def test_a_request_larger_than_the_batch_size_is_answered_whole(served, lenet):

@@ -8,7 +8,8 @@ time is a fake clock the test moves, so each rule of the batcher is
 checked without a single race:
 
 * a batch leaves when ``max_batch_size`` examples are queued, or when the
-  oldest request has waited ``max_delay`` -- not before;
+  oldest request has waited ``max_delay`` -- not before, unless no other
+  request can come (``all_waiting``);
 * it takes whole requests, oldest first; a request larger than the
   maximum goes alone;
 * outputs are split back by request;
@@ -171,6 +172,30 @@ async def test_a_batch_leaves_when_the_oldest_has_waited_max_delay_not_before(cl
     assert rows(x) == [0, 1]
     answer(pool.runs[0])
     await asyncio.wait_for(asyncio.gather(r1.future, r2.future), WAIT)
+
+
+@in_loop
+async def test_a_batch_leaves_at_once_when_no_other_request_can_come(clock):
+    # every client connected waits for an answer: waiting out the delay
+    # could not add a request to the batch, so it leaves at once
+    everyone = [False]
+    pool, b = start(max_batch_size=8, max_delay=60.0,
+                    all_waiting=lambda: everyone[0])
+    r1 = b.submit(examples(0, 1))
+    for _ in range(5):
+        await asyncio.sleep(0.02)
+    assert pool.runs == []                 # someone else may still send
+    everyone[0] = True                     # the last client's request:
+    r2 = b.submit(examples(1, 2))          # now nobody else can
+    _, x, _ = await pool.batch(0)
+    assert rows(x) == [0, 1, 2] and clock.now == 1000.0     # no time passed
+    answer(pool.runs[0])
+    await asyncio.wait_for(asyncio.gather(r1.future, r2.future), WAIT)
+    r3 = b.submit(examples(3, 1))          # a lone request, everyone waiting
+    _, x, _ = await pool.batch(1)
+    assert rows(x) == [3]
+    answer(pool.runs[1])
+    await asyncio.wait_for(r3.future, WAIT)
 
 
 @in_loop

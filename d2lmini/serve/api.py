@@ -33,6 +33,7 @@ import math
 import time
 
 import numpy as np
+import tornado.httpserver
 import tornado.iostream
 import tornado.web
 
@@ -40,7 +41,7 @@ from .batcher import QueueFull, Unavailable
 from .workers import WorkerError
 
 NPY = 'application/x-npy'
-__all__ = ['make_app', 'BadInput', 'decode', 'encode', 'npy']
+__all__ = ['make_app', 'HTTPServer', 'BadInput', 'decode', 'encode', 'npy']
 
 
 class BadInput(ValueError):
@@ -215,7 +216,11 @@ class Predict(_Body):
         if self._finished:
             return
         s = self.server
-        code = await self._predict(s, name)
+        s.waiting += 1           # (this connection sends nothing more meanwhile)
+        try:
+            code = await self._predict(s, name)
+        finally:
+            s.waiting -= 1
         s.count(name if name in s.batchers else '', code,   # (one series for
                 time.monotonic() - self.started)            # every unknown name)
 
@@ -308,10 +313,27 @@ class Metrics(_Handler):
         self.finish(self.server.render_metrics())
 
 
+class HTTPServer(tornado.httpserver.HTTPServer):
+    """tornado's HTTP server, counting the connections open in the model
+    server's ``connections`` (for :meth:`ModelServer.all_waiting`)."""
+
+    def handle_stream(self, stream, address):
+        self.request_callback.model_server.connections += 1
+        super().handle_stream(stream, address)
+
+    def on_close(self, server_conn):
+        server = self.request_callback.model_server
+        server.connections -= 1
+        super().on_close(server_conn)
+        if server.all_waiting():      # (the one left open may all wait now)
+            for b in server.batchers.values():
+                b.look_again()
+
+
 def make_app(server):
     """The tornado ``Application`` of ``server`` (a ModelServer)."""
     kw = dict(server=server)
-    return tornado.web.Application([
+    app = tornado.web.Application([
         (r'/predictions/([^/]+)/?', Predict, kw),
         (r'/ping', Ping, kw),
         (r'/models/?', Models, kw),
@@ -319,4 +341,6 @@ def make_app(server):
         (r'/metrics', Metrics, kw),
         (r'/echo', Echo, kw),
     ])
+    app.model_server = server
+    return app
 

@@ -8,7 +8,11 @@ rule, as in Triton's dynamic batcher:
 1. wait for a free worker (while every worker is busy, requests simply
    queue up: the busier the server, the larger its batches);
 2. then wait until ``max_batch_size`` examples are queued, or the oldest
-   request has waited ``max_delay`` seconds, whichever comes first;
+   request has waited ``max_delay`` seconds, whichever comes first --
+   or until no other request *can* come: when every client connected is
+   already waiting for an answer (``all_waiting``, which the server knows:
+   an HTTP/1.1 connection carries one request at a time), waiting longer
+   cannot grow the batch, only delay it;
 3. take whole requests, oldest first, up to ``max_batch_size`` examples
    (a request larger than that goes alone), stack them, run them as one
    forward pass on that worker, and split the outputs back by request.
@@ -54,7 +58,7 @@ class Batcher:
     """The queue of one model, and the loop that empties it into workers."""
 
     def __init__(self, model, pool, max_batch_size=32, max_delay=0.005,
-                 max_queue=100, on_batch=None):
+                 max_queue=100, on_batch=None, all_waiting=None):
         if max_batch_size < 1 or max_delay < 0 or max_queue < 1:
             raise ValueError('max_batch_size and max_queue must be at least 1, '
                              'max_delay at least 0')
@@ -62,6 +66,7 @@ class Batcher:
         self.max_batch_size, self.max_delay = max_batch_size, max_delay
         self.max_queue = max_queue
         self.on_batch = on_batch or (lambda size, seconds: None)
+        self.all_waiting = all_waiting or (lambda: False)
         self.queue = collections.deque()
         self.queued = 0                   # examples in the queue
         self._want = 1                    # wake the loop at this many
@@ -80,12 +85,17 @@ class Batcher:
         r = Request(x)
         self.queue.append(r)
         self.queued += r.n
-        if self.queued >= self._want:
+        if self.queued >= self._want or self.all_waiting():
             self._grown.set()
         return r
 
     def __len__(self):
         return len(self.queue)
+
+    def look_again(self):
+        """Have the loop check its rules again: ``all_waiting`` may have
+        turned true (the server calls this when a connection closes)."""
+        self._grown.set()
 
     async def _wait(self, want, timeout=None):
         """Until ``want`` examples are queued, or ``timeout`` seconds."""
@@ -132,7 +142,8 @@ class Batcher:
                 self._drop_abandoned()
                 left = self.queue[0].arrived + self.max_delay - time.monotonic() \
                     if self.queue else None
-                if not self.queue or self.queued >= self.max_batch_size or left <= 0:
+                if not self.queue or self.queued >= self.max_batch_size or \
+                        left <= 0 or self.all_waiting():
                     break
                 await self._wait(self.max_batch_size, left)
             batch = self._take()                          # 3. stack, run, split

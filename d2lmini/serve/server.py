@@ -53,7 +53,7 @@ class ModelServer:
                  port=0, max_batch_size=32, max_batch_delay_ms=5.0,
                  queue_size=100, timeout_s=10.0, max_body=16 << 20,
                  worker_host=None, worker_port=0, hosts=(), expect_workers=None,
-                 dead_after=1.0, start_timeout=60.0):
+                 dead_after=1.0, start_timeout=60.0, wait_out_delay=False):
         if isinstance(models, (str, os.PathLike, model_mod.ModelFiles)):
             models = [models]
         names = list(names or [])
@@ -70,6 +70,7 @@ class ModelServer:
         self.hosts = list(hosts)
         self.host, self.port = host, int(port)
         self.max_batch_size, self.max_delay = int(max_batch_size), max_batch_delay_ms / 1e3
+        self.wait_out_delay = wait_out_delay
         self.queue_size, self.timeout, self.max_body = int(queue_size), timeout_s, max_body
         self.worker_host = worker_host or ('127.0.0.1' if not self.hosts else None)
         if self.worker_host is None:
@@ -87,12 +88,14 @@ class ModelServer:
         self.url = None
         self._ssh = []
         self._thread = self._loop = None
+        self.connections = 0              # HTTP connections open
+        self.waiting = 0                  # of them, waiting for a prediction
 
     # ------------------------------------------------------------ on the loop
     async def serve(self):
         """Start workers, batchers and HTTP on the running loop."""
-        import tornado.httpserver
-        from .api import make_app
+        import tornado.netutil
+        from .api import HTTPServer, make_app
         self.pool = WorkerPool(self.models, self.worker_host, self.worker_port,
                                secret(), self.dead_after, self._gauges)
         self.pool.start()
@@ -104,9 +107,10 @@ class ModelServer:
                     self.pool.spawn(d)
         await self.pool.wait_ready(self.expect, self.start_timeout)
         self.batchers = {n: Batcher(n, self.pool, self.max_batch_size, self.max_delay,
-                                    self.queue_size, self._batch_done(n))
+                                    self.queue_size, self._batch_done(n),
+                                    self.all_waiting)
                          for n in self.models}
-        self.http = tornado.httpserver.HTTPServer(
+        self.http = HTTPServer(
             make_app(self), max_body_size=max(self.max_body, 1) * 2 + (1 << 16),
             idle_connection_timeout=60)
         socks = tornado.netutil.bind_sockets(self.port, self.host)
@@ -147,6 +151,13 @@ class ModelServer:
                     self._ssh.append(p)
 
     # ------------------------------------------------------------ bookkeeping
+    def all_waiting(self):
+        """Whether every open HTTP connection waits for a prediction: then
+        no other request can arrive before one of them is answered (a
+        connection carries one request at a time), and a batch need not
+        wait for more."""
+        return not self.wait_out_delay and 0 < self.connections <= self.waiting
+
     def count(self, model, code, seconds):
         self.metrics.inc('requests_total', 'Requests answered, by model and '
                          'HTTP status', model=model, code=code)
@@ -178,6 +189,12 @@ class ModelServer:
 
     def render_metrics(self):
         self._gauges()
+        self.metrics.set('connections', 'HTTP connections open, and of them '
+                         'those waiting for a prediction', self.connections,
+                         state='open')
+        self.metrics.set('connections', 'HTTP connections open, and of them '
+                         'those waiting for a prediction', self.waiting,
+                         state='waiting')
         for n, b in getattr(self, 'batchers', {}).items():
             self.metrics.set('queue_depth', 'Requests waiting for a worker',
                              len(b), model=n)
@@ -190,6 +207,7 @@ class ModelServer:
                 'inputShape': list(m.input_shape), 'outputs': m.outputs,
                 'batchSize': self.max_batch_size,
                 'maxBatchDelay': self.max_delay * 1e3,
+                'waitOutDelay': self.wait_out_delay,
                 'queueSize': self.queue_size, 'queueLength': len(b),
                 'timeout': self.timeout,
                 'devices': sorted({w['device'] for w in self.pool.describe()}),
@@ -263,6 +281,11 @@ def _parser():
     p.add_argument('--port', type=int, default=8080, help='HTTP port (0: a free one)')
     p.add_argument('--max-batch-size', type=int, default=32)
     p.add_argument('--max-batch-delay-ms', type=float, default=5.0)
+    p.add_argument('--wait-out-delay', action='store_true',
+                   help='wait for a batch to fill or its delay to pass even '
+                        'when every open connection waits for an answer (by '
+                        'default such a batch leaves at once: nobody else '
+                        'can join it)')
     p.add_argument('--queue-size', type=int, default=100,
                    help='requests queued per model before 503')
     p.add_argument('--timeout-s', type=float, default=10.0,
@@ -299,7 +322,8 @@ def main(argv=None):
             a.prefix, epoch=a.epoch, names=a.name, input_shape=a.input_shape,
             devices=devices, workers_per_device=a.workers_per_device, host=a.host,
             port=a.port, max_batch_size=a.max_batch_size,
-            max_batch_delay_ms=a.max_batch_delay_ms, queue_size=a.queue_size,
+            max_batch_delay_ms=a.max_batch_delay_ms, wait_out_delay=a.wait_out_delay,
+            queue_size=a.queue_size,
             timeout_s=a.timeout_s, max_body=int(a.max_body_mb * (1 << 20)),
             worker_host=a.host_ip, worker_port=a.worker_port, hosts=hosts,
             expect_workers=a.expect_workers, start_timeout=a.start_timeout)
