@@ -1,12 +1,14 @@
 """Serving an exported model over HTTP (``d2lmini.serve``): requests/s and latency.
 
-Three servers run side by side, each ``python -m d2lmini.serve`` in a
+Four servers run side by side, each ``python -m d2lmini.serve`` in a
 process of its own (its workers in theirs), each serving both models:
 
 ============  ==============================================================
 batching      ``--devices 'cpu(0),cpu(1)' --max-batch-size 32
               --max-batch-delay-ms 5``
 batch 1       ``--devices 'cpu(0),cpu(1)' --max-batch-size 1``
+wait out      as ``batching``, with ``--wait-out-delay`` (a batch waits for
+              its delay even when every open connection already waits)
 1 device      ``--devices 'cpu(0)' --max-batch-size 32 --max-batch-delay-ms 5``
 ============  ==============================================================
 
@@ -28,6 +30,8 @@ Rows, per model (``.npy`` bodies; for LeNet also JSON bodies):
   forward pass is cheap: LeNet);
 * **p99 latency** of the batching server under that load (target < 100 ms);
 * **2 devices vs 1**, the same load;
+* **the connections rule** (LeNet): the batching server against the same
+  settings with ``--wait-out-delay``, the same load;
 * **open loop**: requests started at a fixed rate, a few fractions of the
   closed-loop rate, latency from when each request was due;
 * **low load**: one client (``client.Client``, a kept-alive connection),
@@ -82,6 +86,8 @@ SERVERS = {
     'batching': ['--devices', 'cpu(0),cpu(1)', '--max-batch-size', '32',
                  '--max-batch-delay-ms', '5'],
     'batch 1': ['--devices', 'cpu(0),cpu(1)', '--max-batch-size', '1'],
+    'wait out': ['--devices', 'cpu(0),cpu(1)', '--max-batch-size', '32',
+                 '--max-batch-delay-ms', '5', '--wait-out-delay'],
     '1 device': ['--devices', 'cpu(0)', '--max-batch-size', '32',
                  '--max-batch-delay-ms', '5'],
 }
@@ -220,15 +226,15 @@ def closed_loop(servers, models, repeats, seconds, warmup, log=print):
     """Closed-loop runs by turns, ``repeats[model]`` rounds:
     ``{(model, what): [results]}``,
     ``what`` one of ``batching``, ``echo``, ``batch 1``, ``1 device``,
-    ``json``, ``echo json``."""
+    ``wait out`` (LeNet only), ``json``, ``echo json``."""
     runs = []
     for m, (_, x) in models.items():
         b = bodies(x)
         a = servers['batching']
         turns = [('batching', a, f'/predictions/{m}', 'npy'),
                  ('echo', a, '/echo', 'npy')]               # (HTTP only: short)
-        for other in ('batch 1', '1 device'):
-            if other in servers:
+        for other in ('batch 1', '1 device', 'wait out'):
+            if other in servers and (other != 'wait out' or m == 'lenet'):
                 turns.append((other, servers[other], f'/predictions/{m}', 'npy'))
         if m == 'lenet':
             turns += [('json', a, f'/predictions/{m}', 'json'),
@@ -310,6 +316,10 @@ def closed_rows(results, models):
         versus(m, 'batching', '1 device', f'{clients}, batching: 2 devices '
                f'(cpu(0), cpu(1)) vs 1 (cpu(0))',
                'req/s (ref: one device, same load; higher is better)')
+        versus(m, 'batching', 'wait out', f'2 x cpu, {clients}: a batch leaving '
+               f'when every connection waits vs --wait-out-delay',
+               'req/s (ref: the same server waiting out its 5 ms delay; '
+               'higher is better)')
     return rows
 
 
@@ -464,7 +474,8 @@ def low_rows(found):
     rows = []
     for (m, n), (http, direct, paced) in found.items():
         why = {'batch 1': 'the server alone',
-               'batching': 'includes the wait of up to 5 ms for a batch'}.get(n, n)
+               'batching': 'no wait for a batch: the only connection waits',
+               'wait out': 'includes the wait of 5 ms for a batch'}.get(n, n)
         for base, how in ((paced, 'called at the same pace, one call every '
                                   'batch-1 HTTP p50: the target'),
                           (direct, 'called back to back')):
@@ -498,7 +509,8 @@ def run(models=('lenet', 'resnet18'), repeats=None, seconds=None, warmup=None,
             rows = closed_rows(results, found)
             rows += open_rows(running['batching'], found, results, fractions,
                               seconds, warmup, log)
-            quiet = {n: running[n] for n in ('batch 1', 'batching') if n in running}
+            quiet = {n: running[n] for n in ('batch 1', 'batching', 'wait out')
+                     if n in running}
             rows += low_rows(low_load(quiet, found, repeats, low_load_s, tmp, log))
         finally:
             stop_servers(running)

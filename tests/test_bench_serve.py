@@ -45,12 +45,13 @@ def test_run_rows_have_the_runner_columns():
     for part in ['vs --max-batch-size 1', '.npy bodies: predictions vs POST /echo',
                  '.npy bodies: p99 latency', 'JSON bodies: predictions vs POST /echo',
                  '2 devices (cpu(0), cpu(1)) vs 1', 'open loop at',
-                 'batch 1 server: added latency', 'batching server: added latency']:
+                 'vs --wait-out-delay', 'batch 1 server: added latency',
+                 'batching server: added latency', 'wait out server: added latency']:
         # (added latency: over direct calls at the requests' pace, and back to back)
         want = 2 if 'added latency' in part else 1
         assert sum(part in n for n in names) == want, part
-    assert sum('at the same pace' in n for n in names) == 2
-    assert len(rows) == 11
+    assert sum('at the same pace' in n for n in names) == 3
+    assert len(rows) == 14
     for r in rows:
         assert r['bench'] == 'serve' and r['name'].startswith('LeNet')
         assert np.isfinite(r['ours']), r
