@@ -18,13 +18,13 @@ Both return the throughput and the latency percentiles, and every
 request of the window as ``(due, latency, status)``, for a plot over time.
 """
 import asyncio
+import http.client
 import io
 import json
 import os
 import re
 import subprocess
 import sys
-import http.client
 import threading
 import time
 import urllib.error
