@@ -561,6 +561,18 @@ def test_a_body_over_the_limit_is_413_by_its_content_length(served, length):
     still_serving(served)
 
 
+def test_a_client_that_sends_its_whole_body_first_gets_the_413(held):
+    # urllib writes the whole body before it reads.  20 MB is more than the
+    # kernel buffers between the two: had the server stopped reading at its
+    # 16 MB limit and closed, urllib's write would fail (connection reset);
+    # it reads the rest and drops it, and urllib gets the 413
+    big = b'\0' * (20 << 20)
+    for path in ('/predictions/mx191_lenet', '/echo'):
+        err = error(call(held.url, path, big, NPY), 413)
+        assert 'over the limit of 16,777,216 bytes' in err['message']
+    still_serving(held)
+
+
 def test_a_chunked_body_over_the_limit_is_413(served):
     chunk = b'\0' * (1 << 16)
     sock = connect(served.url, post_head('mx191_lenet', Transfer_Encoding='chunked'))

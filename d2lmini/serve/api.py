@@ -174,28 +174,46 @@ class _Handler(tornado.web.RequestHandler):
 
 
 class _Body(_Handler):
-    """A handler whose body streams in, refused past the size limit."""
+    """A handler whose body streams in, refused past the size limit.
+
+    The 413 goes out as soon as the body is known to be too large (from
+    ``Content-Length``, or as it streams in), before the rest is read.  A
+    body up to twice the limit is then read to its end and dropped before
+    the connection closes: a client that sends its whole body before
+    reading (``urllib``, ``requests``) would otherwise find its connection
+    reset, and never see the answer.  Past that, tornado stops reading.
+    """
 
     def prepare(self):
         self.started = time.monotonic()
         self.chunks, self.size, self.gone = [], 0, False
+        self.refused = False
         limit = self.server.max_body
         length = self.request.headers.get('Content-Length')
         if length is not None and length.isdigit() and int(length) > limit:
-            self.too_large()
+            self.too_large(drain=int(length) <= 2 * limit)
 
-    def too_large(self):
-        # (tornado closes a connection whose body is left unread: say so)
-        self.fail(413, 'PayloadTooLarge',
-                  f'the body is over the limit of {self.server.max_body:,} bytes',
-                  Connection='close')
+    def too_large(self, drain=True):
+        self.refused = True
         name = self.path_args[0] if self.path_args else ''
         self.server.count(name if name in self.server.batchers else '', 413,
                           time.monotonic() - self.started)
+        message = f'the body is over the limit of {self.server.max_body:,} bytes'
+        if not drain:           # (tornado closes a connection whose body is unread)
+            self.fail(413, 'PayloadTooLarge', message, Connection='close')
+            return
+        body = json.dumps({'code': 413, 'type': 'PayloadTooLarge',
+                           'message': message}).encode()
+        self.set_status(413)
+        self.set_header('Content-Type', 'application/json')
+        self.set_header('Content-Length', len(body))
+        self.set_header('Connection', 'close')
+        self.write(body)
+        self.flush()                # now; finished once the body is read
 
     def data_received(self, chunk):
-        if self._finished:
-            return
+        if self.refused:
+            return                                      # (read, and dropped)
         self.size += len(chunk)
         if self.size > self.server.max_body:
             self.too_large()
@@ -213,7 +231,8 @@ class _Body(_Handler):
 @tornado.web.stream_request_body
 class Predict(_Body):
     async def post(self, name):
-        if self._finished:
+        if self.refused:
+            self.finish()                    # (the 413 went out already)
             return
         s = self.server
         s.waiting += 1           # (this connection sends nothing more meanwhile)
@@ -282,7 +301,9 @@ class Predict(_Body):
 @tornado.web.stream_request_body
 class Echo(_Body):
     def post(self):
-        if not self._finished:
+        if self.refused:
+            self.finish()
+        else:
             self.set_header('Content-Type', 'application/octet-stream')
             self.finish(self.body)
 
