@@ -396,7 +396,8 @@ def test_a_batch_leaves_at_once_when_every_connection_waits(patient, lenet):
             c.close()
     finally:
         idle.close()
-    samples = metrics(patient.url)
+    wait_for(lambda: server.connections == 0, 'the connections closed')
+    samples = metrics(patient.url)                    # (on a connection of its own)
     assert samples[('d2lmini_serve_connections', (('state', 'open'),))] == 1
     assert samples[('d2lmini_serve_connections', (('state', 'waiting'),))] == 0
 
