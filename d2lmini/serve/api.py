@@ -155,12 +155,20 @@ class _Handler(tornado.web.RequestHandler):
     def initialize(self, server):
         self.server = server
 
-    def fail(self, code, kind, message, **headers):
+    def fail(self, code, kind, message, finish=True, **headers):
+        """Answer ``code`` with the JSON error; ``finish=False`` sends it
+        now and leaves the request open (to be finished later)."""
         self.set_status(code)
         for k, v in headers.items():
             self.set_header(k, v)
         self.set_header('Content-Type', 'application/json')
-        self.finish(json.dumps({'code': code, 'type': kind, 'message': message}))
+        body = json.dumps({'code': code, 'type': kind, 'message': message})
+        if finish:
+            self.finish(body)
+        else:
+            self.set_header('Content-Length', len(body))
+            self.write(body)
+            self.flush()
 
     def write_error(self, status_code, **kwargs):       # tornado's own errors
         self.set_header('Content-Type', 'application/json')
@@ -198,18 +206,11 @@ class _Body(_Handler):
         name = self.path_args[0] if self.path_args else ''
         self.server.count(name if name in self.server.batchers else '', 413,
                           time.monotonic() - self.started)
-        message = f'the body is over the limit of {self.server.max_body:,} bytes'
-        if not drain:           # (tornado closes a connection whose body is unread)
-            self.fail(413, 'PayloadTooLarge', message, Connection='close')
-            return
-        body = json.dumps({'code': 413, 'type': 'PayloadTooLarge',
-                           'message': message}).encode()
-        self.set_status(413)
-        self.set_header('Content-Type', 'application/json')
-        self.set_header('Content-Length', len(body))
-        self.set_header('Connection', 'close')
-        self.write(body)
-        self.flush()                # now; finished once the body is read
+        # (sent now; when draining, finished once the body is read, else
+        # at once: tornado closes a connection whose body is left unread)
+        self.fail(413, 'PayloadTooLarge',
+                  f'the body is over the limit of {self.server.max_body:,} bytes',
+                  finish=not drain, Connection='close')
 
     def data_received(self, chunk):
         if self.refused:

@@ -189,12 +189,9 @@ class ModelServer:
 
     def render_metrics(self):
         self._gauges()
-        self.metrics.set('connections', 'HTTP connections open, and of them '
-                         'those waiting for a prediction', self.connections,
-                         state='open')
-        self.metrics.set('connections', 'HTTP connections open, and of them '
-                         'those waiting for a prediction', self.waiting,
-                         state='waiting')
+        for state, n in (('open', self.connections), ('waiting', self.waiting)):
+            self.metrics.set('connections', 'HTTP connections open, and of them '
+                             'those waiting for a prediction', n, state=state)
         for n, b in getattr(self, 'batchers', {}).items():
             self.metrics.set('queue_depth', 'Requests waiting for a worker',
                              len(b), model=n)
