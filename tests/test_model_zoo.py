@@ -168,7 +168,15 @@ def test_pretrained_loads_the_checked_file(store, tmp_path):
     staged.rename(root / f'resnet18_v1-{sha1[:8]}.params')
     again = vision.get_model('resnet18_v1', pretrained=True, root=str(root),
                              ctx=x.context, classes=10, thumbnail=True)
-    np.testing.assert_array_equal(again(x).asnumpy(), y)
+    # the file's weights arrive bit for bit ...
+    mine, theirs = net.collect_params(), again.collect_params()
+    assert len(mine) == len(theirs)
+    for a, b in zip(mine.values(), theirs.values()):
+        np.testing.assert_array_equal(b.data().asnumpy(), a.data().asnumpy())
+    # ... but two forward passes need not: the convolutions go through BLAS,
+    # whose kernels (and threads) may sum in another order (1.4e-6 seen on
+    # the GPU stand-in).
+    np.testing.assert_allclose(again(x).asnumpy(), y, rtol=1e-5, atol=1e-5)
 
 
 def test_missing_file_says_where_to_put_it(store, tmp_path):

@@ -326,8 +326,11 @@ def test_a_killed_worker_fails_no_request(signed, expected):
     assert victim['id'] not in [w['id'] for w in info['workers']]
     lost, = info['lostWorkers']
     assert lost['id'] == victim['id'] and lost['device'] == 'cpu(1)'
-    # (its exit, or, on a slow machine, its silence before it was killed)
-    assert any(why in lost['reason'] for why in ('exited', 'no heartbeat')), lost
+    # (its exit; or its socket gone when a batch was sent to it, seen first
+    # when the launcher is slow to reap it; or, on a slow machine, its
+    # silence before it was killed)
+    assert any(why in lost['reason'] for why in
+               ('exited', 'cannot send to it', 'no heartbeat')), lost
     assert not alive(victim['pid'])
     _serving(signed, expected)
 
