@@ -39,12 +39,14 @@ class random:                       # mx.random.seed(...), as in MXNet
 
 
 # Heavy or optional submodules load on first use.  A module MXNet has and
-# d2lmini has not (``mx.profiler``) is an AttributeError, so that
-# ``hasattr(mx, 'profiler')`` is False.  ``mx.kv`` is ``mx.kvstore``, as in MXNet.
+# d2lmini has not (``mx.rtc``), or a listed one missing from a checkout, is
+# an AttributeError, so that ``hasattr(mx, 'rtc')`` is False.  ``mx.kv`` is
+# ``mx.kvstore``, as in MXNet.
 _LAZY = ('gluon', 'd2l', 'init', 'optimizer', 'kv', 'kvstore', 'initializer', 'metric', 'lr_scheduler', 'name', 'util',
          'runtime', 'collectives', 'pipeline', 'sym', 'symbol', 'executor',
          'io', 'callback', 'mod', 'module', 'model', 'viz', 'visualization',
-         'np', 'npx', 'numpy', 'numpy_extension', 'image')
+         'np', 'npx', 'numpy', 'numpy_extension', 'image', 'recordio',
+         'profiler', 'contrib')
 _ALIAS = {'kv': 'kvstore', 'sym': 'symbol', 'mod': 'module', 'viz': 'visualization',
           'np': 'numpy', 'npx': 'numpy_extension'}
 

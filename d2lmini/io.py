@@ -7,7 +7,7 @@ short and independent of the others.
 A :class:`DataIter` hands out :class:`DataBatch` objects (lists of NDArrays
 plus a ``pad`` count) and describes what it yields with :class:`DataDesc`
 (name, shape, dtype, layout), which is what ``Module.bind`` needs before the
-first batch exists.  :class:`NDArrayIter` walks arrays held in memory,
+first batch exists (the three are in ``data_iter.py``).  :class:`NDArrayIter` walks arrays held in memory,
 :class:`CSVIter` a CSV file; :class:`ResizeIter` fixes the number of
 batches per epoch; :class:`PrefetchingIter` reads the next batch on a
 thread while the current one trains.
@@ -24,144 +24,22 @@ import os
 import threading
 import warnings
 import weakref
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict
 
 import numpy as np
 
 from .context import cpu
+from .data_iter import DataBatch, DataDesc, DataIter, _check_batch_size
+from .image.record_iter import ImageRecordIter
 from .limits import check_load_size, max_load_bytes
+from .mnist_iter import MNISTIter
 from .ndarray.ndarray import NDArray, array, from_numpy
 
 __all__ = ['DataDesc', 'DataBatch', 'DataIter', 'NDArrayIter', 'CSVIter',
-           'ResizeIter', 'PrefetchingIter']
-
-
-class DataDesc(namedtuple('DataDesc', ['name', 'shape'])):
-    """Name and shape of one input (a tuple), with ``dtype`` and ``layout``.
-
-    ``layout`` names the axes of ``shape``: ``'NCHW'`` says the batch is on
-    axis 0 (``N``), ``'TNC'`` on axis 1.
-
-    >>> d = mx.io.DataDesc('data', (32, 1, 28, 28))
-    >>> d.name, d.shape, d.layout
-    ('data', (32, 1, 28, 28), 'NCHW')
-    """
-
-    def __new__(cls, name, shape, dtype=np.float32, layout='NCHW'):
-        desc = super().__new__(cls, name, shape)
-        desc.dtype = dtype
-        desc.layout = layout
-        return desc
-
-    def __getnewargs__(self):            # copy and pickle keep dtype and layout
-        return (self.name, self.shape, self.dtype, self.layout)
-
-    def __repr__(self):
-        return f'DataDesc[{self.name},{self.shape},{self.dtype},{self.layout}]'
-
-    @staticmethod
-    def get_batch_axis(layout):
-        """The axis of ``layout`` holding the batch (``'N'``); 0 if None, -1
-        if the layout has no batch axis."""
-        return 0 if layout is None else layout.find('N')
-
-    @staticmethod
-    def get_list(shapes, types):
-        """DataDescs from ``[(name, shape), ...]`` and optional
-        ``[(name, dtype), ...]``."""
-        if types is None:
-            return [DataDesc(name, shape) for name, shape in shapes]
-        dtypes = dict(types)
-        return [DataDesc(name, shape, dtypes[name]) for name, shape in shapes]
-
-
-class DataBatch:
-    """One batch: ``data`` and ``label`` are lists of NDArrays.
-
-    ``pad`` counts the examples at the end that only fill the batch up (a
-    prediction drops them); ``index`` holds the examples' indices when the
-    iterator knows them; ``bucket_key``, ``provide_data`` and
-    ``provide_label`` serve iterators whose shapes change from batch to batch.
-    """
-
-    def __init__(self, data, label=None, pad=None, index=None,
-                 bucket_key=None, provide_data=None, provide_label=None):
-        if data is not None and not isinstance(data, (list, tuple)):
-            raise TypeError(f'DataBatch: data must be a list of NDArrays, '
-                            f'got {type(data).__name__}')
-        if label is not None and not isinstance(label, (list, tuple)):
-            raise TypeError(f'DataBatch: label must be a list of NDArrays, '
-                            f'got {type(label).__name__}')
-        self.data = data
-        self.label = label
-        self.pad = pad
-        self.index = index
-        self.bucket_key = bucket_key
-        self.provide_data = provide_data
-        self.provide_label = provide_label
-
-    def __str__(self):
-        data_shapes = [d.shape for d in self.data]
-        label_shapes = [l.shape for l in self.label] if self.label else None
-        return (f'{type(self).__name__}: data shapes: {data_shapes} '
-                f'label shapes: {label_shapes}')
-
-    __repr__ = __str__
-
-
-class DataIter:
-    """Base class of the iterators: Python's iterator protocol on top of
-    ``iter_next`` (advance; False at the end) and ``getdata`` / ``getlabel``
-    / ``getpad`` / ``getindex`` (read the current batch).  ``reset`` starts
-    a new epoch."""
-
-    def __init__(self, batch_size=0):
-        self.batch_size = batch_size
-
-    def __iter__(self):
-        return self
-
-    def reset(self):
-        """Go back to the start of the data."""
-
-    def next(self):
-        """The next :class:`DataBatch`; StopIteration at the end of the epoch."""
-        if not self.iter_next():
-            raise StopIteration
-        return DataBatch(data=self.getdata(), label=self.getlabel(),
-                         pad=self.getpad(), index=self.getindex())
-
-    def __next__(self):
-        return self.next()
-
-    def iter_next(self):
-        """Move to the next batch; False when there is none."""
-        raise NotImplementedError(f'{type(self).__name__} must define iter_next')
-
-    def getdata(self):
-        """The current batch's data, a list of NDArrays."""
-        raise NotImplementedError(f'{type(self).__name__} must define getdata')
-
-    def getlabel(self):
-        """The current batch's labels, a list of NDArrays (None: unlabelled)."""
-        return None
-
-    def getindex(self):
-        """The indices of the current batch's examples (None if unknown)."""
-        return None
-
-    def getpad(self):
-        """How many examples of the current batch are padding (none here)."""
-        return 0
+           'ResizeIter', 'PrefetchingIter', 'MNISTIter', 'ImageRecordIter']
 
 
 # ---------------------------------------------------------------- NDArrayIter
-
-def _check_batch_size(who, batch_size):
-    if isinstance(batch_size, bool) or \
-            not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
-        raise ValueError(f'{who}: batch_size must be a positive integer, got '
-                         f'{batch_size!r}')
 
 
 def _named_arrays(data, default_name, what, allow_empty):
@@ -213,6 +91,14 @@ class NDArrayIter(DataIter):
     with numpy's global generator) at every ``reset``.  Batches live on
     ``cpu()``.
 
+    ``num_parts`` and ``part_index`` (``kv.num_workers`` and ``kv.rank``)
+    make the iterator walk only its contiguous part of the examples, cut as
+    :meth:`gluon.data.Dataset.shard` cuts (the first ``n % num_parts``
+    parts one longer): the workers of a distributed job together read every
+    example once per epoch.  Shuffling, padding and roll-over stay inside
+    the part.  (MXNet's own NDArrayIter has no such keywords; its native
+    iterators do.)
+
     >>> it = mx.io.NDArrayIter({'x': np.zeros((10, 3))}, np.arange(10),
     ...                        batch_size=4, last_batch_handle='discard')
     >>> it.provide_data, len(list(it))
@@ -223,7 +109,9 @@ class NDArrayIter(DataIter):
 
     def __init__(self, data, label=None, batch_size=1, shuffle=False,
                  last_batch_handle='pad', data_name='data',
-                 label_name='softmax_label', layout='NCHW'):
+                 label_name='softmax_label', layout='NCHW', num_parts=1,
+                 part_index=0):
+        from .gluon.data.dataset import part_range   # loads gluon: not at import
         _check_batch_size('NDArrayIter', batch_size)
         if last_batch_handle not in self._HANDLES:
             raise ValueError(f'NDArrayIter: last_batch_handle must be one of '
@@ -245,10 +133,18 @@ class NDArrayIter(DataIter):
         self._host = dict(data + label)
         self.data = [(name, from_numpy(host)) for name, host in data]
         self.label = [(name, from_numpy(host)) for name, host in label]
-        self.num_data = self._check_lengths()
+        total = self._check_lengths()
+        start, end = part_range(total, num_parts, part_index)
+        if start == end:
+            raise ValueError(f'NDArrayIter: part {part_index} of {num_parts} '
+                             f'is empty: {total} examples are too few for '
+                             f'{num_parts} parts')
+        # self.idx holds the rows of this part only: every batch, shuffle
+        # and pad is drawn from it.
+        self.num_data = end - start
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
-        self.idx = np.arange(self.num_data)
+        self.idx = np.arange(start, end)
         self.cursor = -self.batch_size
         self._carry = None            # roll_over: rows owed to the next epoch
         self.reset()

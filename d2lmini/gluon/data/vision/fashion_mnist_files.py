@@ -9,6 +9,9 @@ This module is deliberately self-contained (standard library and NumPy only;
 :mod:`d2lmini.limits` when a gzip file is inflated) so that it can be used
 and tested without the rest of ``d2lmini``.  It knows nothing about
 ``NDArray`` or ``Dataset``; it hands plain NumPy arrays to whoever wraps it.
+Its downloader (:func:`download`, sha256 or sha1) and IDX reader
+(:func:`read_split`) also serve MNIST and CIFAR (:mod:`.mnist_cifar_files`)
+and ``mx.io.MNISTIter``.
 
 Where the files are looked for, in this order (see :func:`search_dirs`):
 
@@ -73,8 +76,8 @@ import numpy as np
 __all__ = [
     'FILES', 'SHA256', 'URL_BASE', 'TEXT_LABELS', 'DEBIAN_DIR',
     'CorruptDataError', 'ChecksumMismatchError', 'DatasetNotFoundError',
-    'url_base', 'cache_dir', 'search_dirs', 'find_or_download', 'download',
-    'read_idx_images', 'read_idx_labels', 'load',
+    'url_base', 'cache_dir', 'search_dirs', 'find_file', 'find_or_download',
+    'download', 'read_idx_images', 'read_idx_labels', 'read_split', 'load',
 ]
 
 #: split -> (images file name, labels file name), as published upstream.
@@ -219,8 +222,9 @@ def _split_files(train):
     return FILES['train' if train else 'test']
 
 
-def _find_file(folder, gz_name):
-    """Return the compressed or decompressed copy of ``gz_name`` in ``folder``."""
+def find_file(folder, gz_name):
+    """Return the compressed or decompressed copy of ``gz_name`` in ``folder``
+    (a ``pathlib.Path``), or None."""
     for name in (gz_name, gz_name[:-len('.gz')]):
         path = folder / name
         if path.is_file():
@@ -232,7 +236,7 @@ def _describe(folder, names):
     """Say why ``folder`` did not qualify, for the not-found message."""
     if not folder.is_dir():
         return 'does not exist'
-    missing = [n for n in names if _find_file(folder, n) is None]
+    missing = [n for n in names if find_file(folder, n) is None]
     return 'missing ' + ' and '.join(missing)
 
 
@@ -275,7 +279,7 @@ def find_or_download(train, root=None, download=True, *, progress=True):
     names = _split_files(train)
     places = _search_places(root)
     for folder, _ in places:
-        found = [_find_file(folder, name) for name in names]
+        found = [find_file(folder, name) for name in names]
         if None not in found:
             return tuple(found)
 
@@ -296,9 +300,9 @@ def _download_split(names, progress):
     for name in names:
         # A file already in the cache is complete (downloads only ever appear
         # there by atomic rename), so only the missing one is fetched.
-        if _find_file(target, name) is None:
+        if find_file(target, name) is None:
             download(base + name, target / name, SHA256[name], progress=progress)
-    return tuple(_find_file(target, name) for name in names)
+    return tuple(find_file(target, name) for name in names)
 
 
 def _not_found_message(train, names, places, download, failure):
@@ -324,8 +328,9 @@ def _not_found_message(train, names, places, download, failure):
     return '\n'.join(lines)
 
 
-def download(url, dest_path, sha256, progress=True, timeout=30.0):
-    """Download ``url`` to ``dest_path``, verifying its sha256.
+def download(url, dest_path, sha256, progress=True, timeout=30.0, *,
+             sha1=None):
+    """Download ``url`` to ``dest_path``, verifying its sha256 (or sha1).
 
     The data is streamed into a hidden temporary file next to ``dest_path``
     and hashed on the way; only a complete file with the right hash is
@@ -345,6 +350,9 @@ def download(url, dest_path, sha256, progress=True, timeout=30.0):
         not installed).
     timeout : float, default 30.0
         Seconds to wait for the connection and for each read.
+    sha1 : str, optional
+        Expected sha1 hex digest, checked as well (MXNet publishes sha1
+        sums for its copies of MNIST and CIFAR).
 
     Returns
     -------
@@ -354,7 +362,8 @@ def download(url, dest_path, sha256, progress=True, timeout=30.0):
     Raises
     ------
     ChecksumMismatchError
-        The downloaded bytes hash differently; names the file and both hashes.
+        The downloaded bytes hash differently; names the file and both
+        digests.
     OSError, http.client.HTTPException
         Network or disk trouble (``urllib.error.URLError`` is an ``OSError``).
 
@@ -378,13 +387,16 @@ def download(url, dest_path, sha256, progress=True, timeout=30.0):
             total = int(length) if length and length.isdigit() else None
             if progress:
                 bar = _progress_bar(total, dest.name)
-            digest = hashlib.sha256()
+            digests = {name: (hashlib.new(name), want.lower())
+                       for name, want in (('sha256', sha256), ('sha1', sha1))
+                       if want is not None}
             received = 0
             while True:
                 chunk = response.read(_CHUNK)
                 if not chunk:
                     break
-                digest.update(chunk)
+                for digest, _ in digests.values():
+                    digest.update(chunk)
                 out.write(chunk)
                 received += len(chunk)
                 if bar is not None:
@@ -396,13 +408,13 @@ def download(url, dest_path, sha256, progress=True, timeout=30.0):
             # Without this a crash right after the rename could leave a
             # correctly named file with missing contents.
             os.fsync(out.fileno())
-        actual = digest.hexdigest()
-        if sha256 is not None and actual != sha256.lower():
-            raise ChecksumMismatchError(
-                f'{dest.name} downloaded from {url} has sha256 {actual}, '
-                f'expected {sha256.lower()}; the download was discarded. '
-                'The server or a proxy on the way sent different data; try '
-                'again or use another mirror (D2LMINI_FASHION_MNIST_URL).')
+        for name, (digest, want) in digests.items():
+            if digest.hexdigest() != want:
+                raise ChecksumMismatchError(
+                    f'{dest.name} downloaded from {url} has {name} '
+                    f'{digest.hexdigest()}, expected {want}; the download was '
+                    'discarded. The server or a proxy on the way sent '
+                    'different data; try again or use another mirror.')
         os.replace(tmp, dest)
     except BaseException:
         try:
@@ -427,30 +439,32 @@ def _progress_bar(total, name):
 
 def _corrupt(path, problem):
     return CorruptDataError(
-        f'{path}: {problem}. The file is damaged or not a Fashion-MNIST file '
-        '(an interrupted copy or download?); delete it and run again to '
+        f'{path}: {problem}. The file is damaged or not the expected data '
+        'file (an interrupted copy or download?); delete it and run again to '
         're-download it, or replace it with a good copy.')
 
 
 def _read_maybe_gzip(path):
-    """``(data, extra, more)``: the file's bytes, gunzipped if it starts
-    with the gzip magic; for a gzip file, ``data`` stops where its IDX
-    header says the data ends, ``extra`` counts the bytes after that (not
-    kept), and ``more`` says there are more than were counted."""
+    """``(data, extra, more, gzipped)``: the file's bytes, gunzipped if it
+    starts with the gzip magic; for a gzip file, ``data`` stops where its
+    IDX header says the data ends, ``extra`` counts the bytes after that
+    (not kept), and ``more`` says there are more than were counted."""
     path = Path(path)
     with open(path, 'rb') as f:
         if f.read(2) == _GZIP_MAGIC:
             f.seek(0)
             try:
                 with gzip.GzipFile(fileobj=f) as g:
-                    return _gunzip_idx(path, g)
+                    return _gunzip_idx(path, g) + (True,)
             except (EOFError, OSError, zlib.error) as exc:
-                raise _corrupt(path, f'gzip data is damaged ({exc})') from exc
+                size = os.fstat(f.fileno()).st_size
+                raise _corrupt(path, f'gzip data is damaged near byte offset '
+                                     f'{f.tell():,} of {size:,} ({exc})') from exc
         # A bytearray lets the arrays built on it be writable without a copy.
         f.seek(0)
         buf = bytearray(os.fstat(f.fileno()).st_size)
         del buf[f.readinto(buf):]
-        return buf, 0, False
+        return buf, 0, False, False
 
 
 def _gunzip_idx(path, g):
@@ -494,9 +508,11 @@ def _prod(dims):
 
 def _parse_idx(path, expected_magic, what):
     """Check an IDX file's header against its size; return (buffer, dims, offset)."""
-    data, extra, more = _read_maybe_gzip(path)
+    data, extra, more, gzipped = _read_maybe_gzip(path)
+    where = ' of the gunzipped data' if gzipped else ''
     if len(data) < 4:
-        raise _corrupt(path, f'only {len(data)} bytes, too short for an IDX header')
+        raise _corrupt(path, f'only {len(data)} bytes{where}, too short for '
+                             f'the IDX magic number at byte offset 0')
     (magic,) = struct.unpack('>I', data[:4])
     if magic != expected_magic:
         hint = ''
@@ -504,12 +520,14 @@ def _parse_idx(path, expected_magic, what):
             other = 'an images' if magic == IMAGES_MAGIC else 'a labels'
             hint = f' (that is {other} file; were the files mixed up?)'
         raise _corrupt(path, f'magic number is {magic} (0x{magic:08x}, bytes '
-                             f'{bytes(data[:4])!r}), expected {expected_magic} '
-                             f'for {what}{hint}')
+                             f'{bytes(data[:4])!r} at byte offset 0{where}), '
+                             f'expected {expected_magic} for {what}{hint}')
     ndim = magic & 0xFF
     offset = 4 + 4 * ndim
     if len(data) < offset:
-        raise _corrupt(path, f'header cut short: {len(data)} bytes, need {offset}')
+        raise _corrupt(path, f'header cut short: it ends at byte offset '
+                             f'{len(data)}{where}, and its {ndim} sizes need '
+                             f'bytes 4 to {offset}')
     dims = struct.unpack(f'>{ndim}I', data[4:offset])
     expected = _prod(dims)
     actual = len(data) - offset + extra
@@ -518,7 +536,10 @@ def _parse_idx(path, expected_magic, what):
         problem = 'truncated' if actual < expected else 'has trailing bytes'
         raise _corrupt(path, f'{problem}: header declares {shape} = {expected:,} '
                              f'data bytes but {"more than " if more else ""}'
-                             f'{actual:,} follow')
+                             f'{actual:,} follow (the data starts at byte '
+                             f'offset {offset}{where} and should end at '
+                             f'offset {offset + expected:,}, not '
+                             f'{offset + actual:,})')
     return data, dims, offset
 
 
@@ -621,17 +642,50 @@ def load(train, root=None, download=True, *, progress=True):
     """
     images_path, labels_path = find_or_download(train, root, download,
                                                 progress=progress)
+    return read_split(images_path, labels_path)
+
+
+def read_split(images_path, labels_path, image_shape=(28, 28),
+               num_classes=NUM_CLASSES):
+    """Read an images file and its labels file, and check that they agree.
+
+    Parameters
+    ----------
+    images_path, labels_path : str or os.PathLike
+        IDX files, gzip-compressed or not.
+    image_shape : tuple or None, default (28, 28)
+        The ``(rows, cols)`` every image must have; None accepts any.
+    num_classes : int or None, default 10
+        Labels must be in ``0 .. num_classes - 1``; None accepts any.
+
+    Returns
+    -------
+    images, labels : numpy.ndarray
+        As :func:`read_idx_images` and :func:`read_idx_labels` return them.
+
+    Raises
+    ------
+    CorruptDataError
+        A file is damaged, the images have another shape, a label is out of
+        range (its byte offset is named), or the counts differ.
+    """
     images = read_idx_images(images_path)
     labels = read_idx_labels(labels_path)
-    if images.shape[1:] != (28, 28):
+    if image_shape is not None and images.shape[1:] != tuple(image_shape):
         raise _corrupt(images_path, f'images are {images.shape[1]} x '
-                                    f'{images.shape[2]}, expected 28 x 28')
+                                    f'{images.shape[2]}, expected '
+                                    f'{image_shape[0]} x {image_shape[1]}')
     if len(images) != len(labels):
         raise CorruptDataError(
             f'{images_path} holds {len(images):,} images but {labels_path} '
             f'holds {len(labels):,} labels; the two files do not belong '
             'together. Delete the wrong one and run again to re-download it.')
-    if len(labels) and (labels.min() < 0 or labels.max() >= NUM_CLASSES):
+    if num_classes is not None and len(labels) and labels.max() >= num_classes:
+        first = int(np.argmax(labels >= num_classes))
         raise _corrupt(labels_path, f'labels range over {labels.min()}..'
-                                    f'{labels.max()}, expected 0..{NUM_CLASSES - 1}')
+                                    f'{labels.max()}, expected 0..'
+                                    f'{num_classes - 1}; the first out of range '
+                                    f'is {labels[first]}, at byte offset '
+                                    f'{8 + first:,} (of the gunzipped data, '
+                                    f'if the file is compressed)')
     return images, labels
