@@ -72,9 +72,9 @@ def test_parameter_names_and_shapes_are_mxnets(name):
 def test_get_model_names_and_errors():
     net = vision.get_model('ResNet34_V2', classes=7, thumbnail=True)
     assert isinstance(net, resnet.ResNetV2) and net.output._units == 7
-    with pytest.raises(ValueError, match=r"'vgg16' is not in the model zoo.*"
+    with pytest.raises(ValueError, match=r"'resnet19_v1' is not in the model zoo.*"
                                          r"resnet101_v1, .*resnet50_v2"):
-        vision.get_model('vgg16')
+        vision.get_model('resnet19_v1')
     with pytest.raises(ValueError, match=r'number of layers: 19.*\[18, 34, 50'):
         resnet.get_resnet(1, 19)
     with pytest.raises(ValueError, match='version: 3'):

@@ -3,9 +3,10 @@
 A pretrained net of MXNet's model zoo is one ``.params`` file named
 ``{name}-{first 8 hex digits of its sha1}.params`` (``resnet18_v1-a0666292
 .params``) in a folder, by default ``~/.mxnet/models``.  The full sha1 of
-each published file is in :data:`_model_sha1` (MXNet 1.9.1's table; the
-ResNet entries so far), so a file is used only if it is byte for byte the
-published one.  A missing file is downloaded as MXNet does: the zip
+each published file is in :data:`_model_sha1` (MXNet 1.9.1's table), so
+a file is used only if it is byte for byte the published one
+(:func:`load_pretrained` puts it into a net).  A missing file is
+downloaded as MXNet does: the zip
 ``{repo}gluon/models/{file}.zip`` from MXNet's repository, or from
 ``$MXNET_GLUON_REPO`` (a mirror; ``file:///some/folder/`` works too), with
 Fashion-MNIST's downloader (a temporary file, renamed into place only when
@@ -20,9 +21,23 @@ import os
 import secrets
 import zipfile
 
-__all__ = ['get_model_file', 'purge', 'short_hash', 'check_sha1']
+__all__ = ['get_model_file', 'load_pretrained', 'purge', 'short_hash', 'check_sha1']
 
 _model_sha1 = {name: checksum for checksum, name in [
+    ('44335d1f0046b328243b32a26a4fbd62d9057b45', 'alexnet'),
+    ('f27dbf2dbd5ce9a80b102d89c7483342cd33cb31', 'densenet121'),
+    ('b6c8a95717e3e761bd88d145f4d0a214aaa515dc', 'densenet161'),
+    ('2603f878403c6aa5a71a124c4a3307143d6820e9', 'densenet169'),
+    ('1cdbc116bc3a1b65832b18cf53e1cb8e7da017eb', 'densenet201'),
+    ('ed47ec45a937b656fcc94dabde85495bbef5ba1f', 'inceptionv3'),
+    ('9f83e440996887baf91a6aff1cccc1c903a64274', 'mobilenet0.25'),
+    ('8e9d539cc66aa5efa71c4b6af983b936ab8701c3', 'mobilenet0.5'),
+    ('529b2c7f4934e6cb851155b22c96c9ab0a7c4dc2', 'mobilenet0.75'),
+    ('6b8c5106c730e8750bcd82ceb75220a3351157cd', 'mobilenet1.0'),
+    ('36da4ff1867abccd32b29592d79fc753bca5a215', 'mobilenetv2_1.0'),
+    ('e2be7b72a79fe4a750d1dd415afedf01c3ea818d', 'mobilenetv2_0.75'),
+    ('aabd26cd335379fcb72ae6c8fac45a70eab11785', 'mobilenetv2_0.5'),
+    ('ae8f9392789b04822cbb1d98c27283fc5f8aa0a7', 'mobilenetv2_0.25'),
     ('a0666292f0a30ff61f857b0b66efc0228eb6a54b', 'resnet18_v1'),
     ('48216ba99a8b1005d75c0f3a0c422301a0473233', 'resnet34_v1'),
     ('0aee57f96768c0a2d5b23a6ec91eb08dfb0a45ce', 'resnet50_v1'),
@@ -32,11 +47,22 @@ _model_sha1 = {name: checksum for checksum, name in [
     ('9d6b80bbc35169de6b6edecffdd6047c56fdd322', 'resnet34_v2'),
     ('ecdde35339c1aadbec4f547857078e734a76fb49', 'resnet50_v2'),
     ('18e93e4f48947e002547f50eabbcc9c83e516aa6', 'resnet101_v2'),
-    ('f2695542de38cf7e71ed58f02893d82bb409415e', 'resnet152_v2')]}
+    ('f2695542de38cf7e71ed58f02893d82bb409415e', 'resnet152_v2'),
+    ('264ba4970a0cc87a4f15c96e25246a1307caf523', 'squeezenet1.0'),
+    ('33ba0f93753c83d86e1eb397f38a667eaf2e9376', 'squeezenet1.1'),
+    ('dd221b160977f36a53f464cb54648d227c707a05', 'vgg11'),
+    ('ee79a8098a91fbe05b7a973fed2017a6117723a8', 'vgg11_bn'),
+    ('6bc5de58a05a5e2e7f493e2d75a580d83efde38c', 'vgg13'),
+    ('7d97a06c3c7a1aecc88b6e7385c2b373a249e95e', 'vgg13_bn'),
+    ('e660d4569ccb679ec68f1fd3cce07a387252a90a', 'vgg16'),
+    ('7f01cf050d357127a73826045c245041b0df7363', 'vgg16_bn'),
+    ('ad2f660d101905472b83590b59708b71ea22b2e5', 'vgg19'),
+    ('f360b758e856f1074a85abd5fd873ed1d98297c3', 'vgg19_bn')]}
 
 apache_repo_url = 'https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/'
 _url_format = '{repo_url}gluon/models/{file_name}.zip'
 _CHUNK = 1 << 20
+ROOT = os.path.join('~', '.mxnet', 'models')   # MXNet's default folder
 
 
 class ModelFileNotFoundError(FileNotFoundError):
@@ -69,7 +95,7 @@ def _repo_url():
     return url if url.endswith('/') else url + '/'
 
 
-def get_model_file(name, root=os.path.join('~', '.mxnet', 'models'), progress=True):
+def get_model_file(name, root=ROOT, progress=True):
     """The path of ``name``'s pretrained weights, downloaded if need be.
 
     Parameters
@@ -105,6 +131,14 @@ def get_model_file(name, root=os.path.join('~', '.mxnet', 'models'), progress=Tr
         raise ModelFileNotFoundError(
             _not_found_message(name, path, sha1, found, url, e)) from e
     return path
+
+
+def load_pretrained(net, name, ctx=None, root=ROOT):
+    """Load ``name``'s published weights (:func:`get_model_file`) into
+    ``net``, on ``ctx``; returns ``net``.  The model zoo's constructors call
+    it for ``pretrained=True``."""
+    net.load_parameters(get_model_file(name, root=root), ctx=ctx)
+    return net
 
 
 def _download(url, root, file_name, sha1, progress):
@@ -151,7 +185,7 @@ def _not_found_message(name, path, sha1, found, url, error):
         '  - connect to the internet and run again.'])
 
 
-def purge(root=os.path.join('~', '.mxnet', 'models')):
+def purge(root=ROOT):
     """Delete every ``.params`` file in ``root``."""
     root = os.path.expanduser(root)
     for f in os.listdir(root):

@@ -25,7 +25,8 @@ from ...ndarray.registry import OPS
 from ...util import is_np_array
 from ..block import Block, HybridBlock
 
-__all__ = ['Sequential', 'HybridSequential', 'Dense', 'Dropout', 'Embedding',
+__all__ = ['Sequential', 'HybridSequential', 'Concurrent', 'HybridConcurrent',
+           'Identity', 'Dense', 'Dropout', 'Embedding',
            'BatchNorm', 'LayerNorm', 'Flatten', 'Lambda', 'HybridLambda',
            'Activation', 'LeakyReLU', 'PReLU', 'ELU', 'SELU', 'Swish']
 
@@ -97,6 +98,49 @@ class HybridSequential(_SequentialMixin, HybridBlock):
 
     def hybrid_forward(self, F, x, *args):
         return self._run_children(x, *args)
+
+
+class Concurrent(Sequential):
+    """Runs every child on the same input and concatenates their outputs
+    along ``axis``: the branches of an Inception module, the fire module's
+    two expansions, DenseNet's ``[x, new features]``.  (MXNet 1.9.1 has it in
+    ``gluon.contrib.nn``.)
+
+    >>> net = nn.Concurrent(axis=1); net.add(nn.Dense(3), nn.Dense(2))
+    >>> net.initialize(); net(nd.ones((4, 5))).shape
+    (4, 5)
+    """
+
+    def __init__(self, axis=-1, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self.axis = axis
+
+    def forward(self, x):
+        return nd.concat(*[block(x) for block in self._children.values()],
+                         dim=self.axis)
+
+
+class HybridConcurrent(HybridSequential):
+    """:class:`Concurrent` for HybridBlocks."""
+
+    def __init__(self, axis=-1, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self.axis = axis
+
+    def hybrid_forward(self, F, x):
+        return F.concat(*[block(x) for block in self._children.values()],
+                        dim=self.axis)
+
+
+class Identity(HybridBlock):
+    """Returns its input: the branch of a :class:`HybridConcurrent` that
+    passes ``x`` on unchanged."""
+
+    def hybrid_forward(self, F, x):
+        return x
+
+    def __repr__(self):
+        return f'{type(self).__name__}()'
 
 
 # === layers with weights ======================================================

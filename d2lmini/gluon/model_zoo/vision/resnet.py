@@ -29,11 +29,10 @@ per stage (``stage1_conv0``, ``stage1_conv1``, ... across blocks).
 >>> net(nd.zeros((1, 3, 32, 32))).shape
 (1, 10)
 """
-import os
-
 from ....context import cpu
 from ...block import HybridBlock
 from ... import nn
+from ..model_store import ROOT, load_pretrained
 
 __all__ = ['ResNetV1', 'ResNetV2',
            'BasicBlockV1', 'BasicBlockV2',
@@ -288,8 +287,8 @@ resnet_block_versions = [{'basic_block': BasicBlockV1, 'bottle_neck': Bottleneck
                          {'basic_block': BasicBlockV2, 'bottle_neck': BottleneckV2}]
 
 
-def get_resnet(version, num_layers, pretrained=False, ctx=cpu(),
-               root=os.path.join('~', '.mxnet', 'models'), **kwargs):
+def get_resnet(version, num_layers, pretrained=False, ctx=cpu(), root=ROOT,
+               **kwargs):
     """A ResNet V1 or V2 of 18, 34, 50, 101 or 152 layers.
 
     Parameters
@@ -317,9 +316,7 @@ def get_resnet(version, num_layers, pretrained=False, ctx=cpu(),
     block = resnet_block_versions[version - 1][block_type]
     net = resnet_net_versions[version - 1](block, layers, channels, **kwargs)
     if pretrained:
-        from ..model_store import get_model_file
-        net.load_parameters(get_model_file(f'resnet{num_layers}_v{version}',
-                                           root=root), ctx=ctx)
+        load_pretrained(net, f'resnet{num_layers}_v{version}', ctx, root)
     return net
 
 
