@@ -156,7 +156,10 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
-        if self._fusable(pred, label, sample_weight):   # the common case: one op
+        # the common case: one op (unless mx.contrib.amp wrapped log_softmax,
+        # whose float32 cast must run)
+        if self._fusable(pred, label, sample_weight) and \
+                not hasattr(F.log_softmax, '__wrapped__'):
             return invoke(OPS['_softmax_ce_loss'], (pred, label))
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)

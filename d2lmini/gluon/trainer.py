@@ -358,6 +358,9 @@ class Trainer:
         self._update(fresh)
 
     def _update(self, fresh):
+        scaler = getattr(self, '_amp_loss_scaler', None)     # mx.contrib.amp
+        if scaler is not None and scaler.has_overflow(self._params):
+            return                       # an inf/nan gradient: skip the update
         if not self._update_on_kvstore:
             work = [([], [], []) for _ in self._updaters]
             for i, p in enumerate(self._params):

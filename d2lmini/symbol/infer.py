@@ -14,6 +14,8 @@ import numpy as np
 from .. import autograd as _ag
 from ..base import MXNetError
 from ..context import cpu
+from ..ndarray.nn.amp_cast import _F32, _cast_to, _widest
+from ..ndarray.utils import DTYPES
 from . import graph
 from .ops import call_node
 from .symbol import _param_shapes
@@ -99,8 +101,7 @@ def propagate(sym, shapes, dtypes, zero_unknown=True):
             s = shapes.get(n.name)
             if s is None and '__shape__' in n.user:
                 s = _parse_shape(n.user['__shape__']) or None
-            d = dtypes.get(n.name) or (np.dtype(n.user['__dtype__'])
-                                       if '__dtype__' in n.user else None)
+            d = dtypes.get(n.name) or var_dtype(n)
             info[(id(n), 0)] = (s, d)
 
     def full(s):
@@ -212,14 +213,63 @@ def _dtype_attr(node):
         return None
 
 
+def var_dtype(node):
+    """The type a variable declares (``__dtype__``: a name, or one of
+    MXNet's type codes, ``'0'`` float32, ``'2'`` float16, ``'-1'`` none)."""
+    d = node.user.get('__dtype__')
+    if d is None or d == '-1':
+        return None
+    return np.dtype(DTYPES[int(d)] if d.isdigit() else d)
+
+
+# Operators whose types follow their own rule, not "the inputs share one
+# type" (MXNet's FInferType of each): fn(node, input keys, types) -> changed
+def _set(t, key, d):
+    if d is None or t.get(key) is not None:
+        return False
+    t[key] = d
+    return True
+
+
+def _amp_cast_type(n, keys, t):
+    d = t.get(keys[0])
+    return _set(t, (id(n), 0), np.dtype(n.attrs['dtype']) if d is None else
+                _cast_to(d, np.dtype(n.attrs['dtype'])))
+
+
+def _amp_multicast_type(n, keys, t):
+    ds = [t.get(k) for k in keys]
+    if ds[0] is None and not n.attrs.get('cast_narrow') and _F32 not in ds:
+        return False                     # the widest type is not known yet
+    to = _widest([d for d in ds if d is not None], n.attrs.get('cast_narrow'))
+    return any([_set(t, (id(n), i), None if d is None else _cast_to(d, to))
+                for i, d in enumerate(ds)])
+
+
+def _batch_norm_type(n, keys, t):
+    """float16 data has float32 statistics, gamma and beta (MXNet's rule)."""
+    d = t.get(keys[0])
+    if d is None:
+        return False
+    p = _F32 if d == np.float16 else d
+    changed = any([_set(t, k, p) for (src, _), k in zip(n.inputs[1:], keys[1:])
+                   if src.is_variable])
+    return any([_set(t, (id(n), i), d if i == 0 else p)
+                for i in range(n.nout)]) or changed
+
+
+TYPE_RULES = {'amp_cast': _amp_cast_type, 'amp_multicast': _amp_multicast_type,
+              'BatchNorm': _batch_norm_type}
+
+
 def infer_type(sym, args, kwargs, partial=False):
     """Types flow forward and to the untyped inputs of each operator.
 
     An operator's inputs share one type (``FullyConnected``'s weight takes
     its data's), its outputs have it too, unless the operator has a
-    ``dtype`` attribute (``Cast``, ``one_hot``...).  What stays unknown is
-    ``None`` with ``partial``, else the type of the first known input
-    (float32 if none is known).
+    ``dtype`` attribute (``Cast``, ``one_hot``...) or a rule of its own
+    (:data:`TYPE_RULES`).  What stays unknown is ``None`` with ``partial``,
+    else the type of the first known input (float32 if none is known).
     """
     known = {k: np.dtype(v) for k, v in _known(sym, args, kwargs, 'infer_type').items()}
     _check_unique(sym)
@@ -227,14 +277,17 @@ def infer_type(sym, args, kwargs, partial=False):
     t = {}
     for n in nodes:
         if n.is_variable:
-            t[(id(n), 0)] = known.get(n.name) or (
-                np.dtype(n.user['__dtype__']) if '__dtype__' in n.user else None)
+            t[(id(n), 0)] = known.get(n.name) or var_dtype(n)
     for _ in range(len(nodes) + 1):
         changed = False
         for n in nodes:
             if n.is_variable:
                 continue
             keys = [(id(src), i) for src, i in n.inputs]
+            rule = TYPE_RULES.get(n.op)
+            if rule is not None:
+                changed |= rule(n, keys, t)
+                continue
             common = next((t[k] for k in keys if t.get(k) is not None), None)
             if common is not None:
                 for (src, i), k in zip(n.inputs, keys):

@@ -189,7 +189,7 @@ def _output_name(node, i):
 
 
 def _nout(op, attrs):
-    if op in ('split', 'SliceChannel', 'Split'):
+    if op in ('split', 'SliceChannel', 'Split', 'amp_multicast'):
         return int(attrs.get('num_outputs', 1))
     if op == 'split_v2':
         ind = attrs.get('indices_or_sections', 1)
@@ -335,10 +335,10 @@ class Symbol:
         return Symbol(self._outputs)
 
     def __deepcopy__(self, memo):
-        return load_json(self.tojson())
+        return load_json(self.tojson(remove_amp_cast=False))
 
     def __getstate__(self):
-        return {'json': self.tojson()}
+        return {'json': self.tojson(remove_amp_cast=False)}
 
     def __setstate__(self, state):
         self._outputs = load_json(state['json'])._outputs
@@ -533,8 +533,16 @@ class Symbol:
         return infer.infer_type(self, args, kwargs, partial=True)
 
     # -- serialization --------------------------------------------------------------------
-    def tojson(self):
-        """The graph as JSON text, in MXNet's layout (nodes, arg_nodes, heads)."""
+    def tojson(self, remove_amp_cast=True):
+        """The graph as JSON text, in MXNet's layout (nodes, arg_nodes, heads).
+
+        ``remove_amp_cast`` (MXNet's default): the nodes read past the
+        ``amp_cast``/``amp_multicast`` nodes of ``mx.contrib.amp``, which so
+        drop out, as MXNet's RemoveAmpCast pass does (casts that are outputs
+        of the graph stay).
+        """
+        if remove_amp_cast:
+            return self._without_amp_casts().tojson(remove_amp_cast=False)
         nodes = self._nodes()
         index = {id(n): k for k, n in enumerate(nodes)}
         out, row = [], [0]
@@ -562,7 +570,19 @@ class Symbol:
         if not isinstance(fname, str):
             raise TypeError('fname must be a string')
         with open(fname, 'w') as f:
-            f.write(self.tojson())
+            f.write(self.tojson(remove_amp_cast))
+
+    def _without_amp_casts(self):
+        """A copy whose nodes read the inputs of AMP's casts instead of the
+        casts (itself if it has none)."""
+        amp = ('amp_cast', 'amp_multicast')
+        if not any(n.op in amp for n in self._nodes()):
+            return self
+        s = self._copy_graph()
+        for n in s._nodes():
+            n.inputs = [(src.inputs[0] if src.op == 'amp_cast' else src.inputs[i])
+                        if src.op in amp else (src, i) for src, i in n.inputs]
+        return s
 
     # -- binding -------------------------------------------------------------------------
     def simple_bind(self, ctx=None, grad_req='write', type_dict=None, stype_dict=None,

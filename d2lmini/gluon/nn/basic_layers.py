@@ -190,7 +190,9 @@ class Dense(HybridBlock):
         self.weight.shape = (self.weight.shape[0], n)
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        if self.act is not None and isinstance(x, NDArray):    # one fused op
+        # one fused op, unless mx.contrib.amp wrapped FullyConnected (to cast)
+        if self.act is not None and isinstance(x, NDArray) and \
+                not hasattr(F.FullyConnected, '__wrapped__'):
             args = (x, weight) if bias is None else (x, weight, bias)
             return invoke(OPS['_fc_act'], args, {
                 'act_type': self.act._act_type, 'num_hidden': self._units,
