@@ -344,8 +344,8 @@ def test_second_backward_is_an_mxnet_error():
 
 
 def test_missing_modules_are_attribute_errors(monkeypatch):
-    """A lazy submodule not written yet (profiler, ...) is an AttributeError,
-    so hasattr(mx, 'profiler') is False instead of raising ModuleNotFoundError."""
+    """A lazy submodule not written yet is an AttributeError, so hasattr()
+    on it is False instead of raising ModuleNotFoundError."""
     monkeypatch.setattr(mx, '_LAZY', mx._LAZY + ('not_written_yet',))
     assert hasattr(mx, 'not_written_yet') is False
     with pytest.raises(AttributeError, match='not_written_yet'):
