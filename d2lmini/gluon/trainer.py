@@ -68,6 +68,9 @@ class Trainer:
         CPU), a name registered with ``mx.kv``, a store made by
         ``mx.kv.create``, or None (no reduction: each context trains on its
         own gradient).  A name on a single context makes no store.
+    compression_params : dict or None
+        E.g. ``{'type': '2bit', 'threshold': 0.5}``: the store sends the
+        gradients 2 bits an element (``kv.set_gradient_compression``).
     update_on_kvstore : bool or None
         True: the store runs the optimizer once per step and every context
         pulls the new weight.  False: every context runs the update on the
@@ -197,9 +200,7 @@ class Trainer:
             self._kvstore, self._update_on_kvstore = None, None
         else:
             if self._compression_params:
-                raise NotImplementedError(
-                    'compression_params: gradient compression is not implemented '
-                    'in d2lmini; pass compression_params=None')
+                store.set_gradient_compression(self._compression_params)
             if update:
                 store.set_optimizer(self._optimizer)
             self._kvstore, self._update_on_kvstore = store, update

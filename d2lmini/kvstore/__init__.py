@@ -8,7 +8,8 @@
 :mod:`.kvstore` the front end every store shares (keys, checks, updater,
 optimizer states), :mod:`.local` the in-process stores, :mod:`.dist` the
 parameter server across processes (``dist_sync``, ``dist_async``...),
-:mod:`.states` the optimizer-states file.
+:mod:`.states` the optimizer-states file, :mod:`.compression` the 2-bit
+gradient compression of ``kv.set_gradient_compression``.
 """
 from .base import KVStoreBase, KVStoreError, TestStore, create
 from .kvstore import KVStore

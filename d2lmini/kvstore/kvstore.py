@@ -30,10 +30,13 @@ which by default call the one-key methods in turn.)
 :class:`d2lmini.kvstore.local.LocalStore` keeps values in this process;
 a distributed store sends them to servers instead, with the same front end.
 """
+import numpy as np
+
 from .. import optimizer as opt
 from ..backend import check_context
 from ..context import cpu
 from ..ndarray.ndarray import NDArray
+from . import compression as _compression
 from . import states as _states
 from .base import KVStoreBase, KVStoreError
 
@@ -62,6 +65,7 @@ class KVStore(KVStoreBase):
         self._meta = {}              # key -> (shape, dtype) of the stored value
         self._key_type = None        # int or str, fixed by the first key seen
         self._updater = None
+        self._compression = None     # set_gradient_compression
 
     def __repr__(self):
         return f'<{type(self).__name__} {self._type!r}: {len(self._meta)} keys>'
@@ -183,6 +187,7 @@ class KVStore(KVStoreBase):
         """
         pairs, _ = self._pairs('push', key, value)
         self._check_known('push', pairs, 'value')
+        self._check_compressible('push', pairs)
         self._push_keys(pairs)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
@@ -202,6 +207,7 @@ class KVStore(KVStoreBase):
         outs = pairs if out is None else self._pairs('pushpull', key, out, 'output')[0]
         self._check_known('pushpull', pairs, 'value')
         self._check_known('pushpull', outs, 'output')
+        self._check_compressible('pushpull', pairs)
         self._push_keys(pairs)
         self._pull_keys(outs)
 
@@ -226,9 +232,32 @@ class KVStore(KVStoreBase):
                                   'storage; use kv.pull')
 
     def set_gradient_compression(self, compression_params):
-        """MXNet's 2-bit gradient compression: not here."""
-        raise NotImplementedError('gradient compression is not implemented in '
-                                  'd2lmini')
+        """Send gradients as 2 bits an element, with error feedback
+        (:mod:`.compression`): ``{'type': '2bit', 'threshold': 0.5}``.
+
+        As MXNet: for the ``'device'`` stores (what each device sends to the
+        one that sums) and the ``dist`` ones (what a worker sends to the
+        servers; pulls are not compressed), float32 values only.  Call it
+        before the first push (``gluon.Trainer(compression_params=...)``
+        does); calling it again changes the threshold, the residuals stay.
+        (MXNet's dist stores refuse ``pushpull`` with compression, which
+        its own Trainer calls; here ``pushpull`` is a compressed push and a
+        pull on every store.)
+        """
+        if 'device' not in self._type and 'dist' not in self._type:
+            raise KVStoreError(f'Gradient compression is not supported for this '
+                               f'type of kvstore ({self._type!r}: use a '
+                               f"'device' or 'dist' store)")
+        self._compression = _compression.GradientCompression(compression_params)
+
+    def _check_compressible(self, op, pairs):
+        if self._compression is None:
+            return
+        for k, arrays in pairs:
+            if arrays[0].dtype != np.float32:
+                raise KVStoreError(
+                    f'kv.{op}: key {k!r} holds {arrays[0].dtype.__name__}: Gradient '
+                    f'compression is only supported for float32 type of parameters')
 
     def _reinit(self, key, value):
         """Store ``value`` again under the known ``key`` (same shape and

@@ -11,12 +11,16 @@ sums the values of the devices (MXNet's ``CommCPU`` and ``CommDevice``):
   spread over the devices.
 
 Every copy and sum (:func:`d2lmini.collectives.reduce`) is an engine operation on the destination's stream, so a
-push returns at once and the devices work in parallel.
+push returns at once and the devices work in parallel.  With
+``set_gradient_compression`` each device first quantizes its value to 2
+bits an element (:mod:`.compression`), and the reducing device sums what
+it decompresses.
 """
 import numpy as np
 
 from ..context import cpu
 from .. import collectives
+from .. import ndarray as nd
 from .kvstore import KVStore
 
 __all__ = ['LocalStore', 'NAMES']
@@ -38,6 +42,7 @@ class LocalStore(KVStore):
         self._store = {}             # key -> NDArray
         self._where = {}             # key -> the device that reduces it
         self._work = {}              # device -> elements it reduces ('device')
+        self._residuals = {}         # (key, i) -> what device i has not sent
 
     def reduce_context(self, key, values=()):
         """The device where ``key`` is summed (None before its first push).
@@ -64,6 +69,8 @@ class LocalStore(KVStore):
 
     def _push_key(self, key, values):
         ctx = self.reduce_context(key, values)
+        if self._compression is not None:
+            values = self._decompressed(key, values, ctx)
         # a new array on ctx: the naive sum for small values, the ring's
         # reduce-scatter for large ones, whichever measured faster
         total = collectives.reduce(values, root=ctx)
@@ -76,6 +83,21 @@ class LocalStore(KVStore):
             self._move_state(key, ctx, stored.context)
             stored = self._store[key]
         self._updater(key, total, stored)
+
+    def _decompressed(self, key, values, ctx):
+        """``values`` as ``ctx`` receives them with 2-bit compression: each
+        quantized on its own device, with the residual of that device (one a
+        key and position in ``values``, as MXNet's ``CommDevice``), its
+        words copied to ``ctx`` and decompressed there.  With one device
+        too: every gradient goes through the same quantizer."""
+        gc, out = self._compression, []
+        for i, v in enumerate(values):
+            residual = self._residuals.get((key, i))
+            if residual is None or residual.context != v.context:
+                residual = self._residuals[(key, i)] = nd.zeros(v.shape, ctx=v.context)
+            words = gc.compress(v, residual).as_in_context(ctx)
+            out.append(gc.decompress(words, v.shape))
+        return out
 
     def _pull_key(self, key, outs):
         src = self._store[key]

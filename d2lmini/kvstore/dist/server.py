@@ -13,6 +13,10 @@ push does depends on the mode the worker's store was created with:
 * ``async`` (``dist_async``): every push updates at once and is answered at
   once; workers read whatever the value is when their pull arrives.
 
+A push compressed by the worker (``kv.set_gradient_compression``) says so
+in its header and is decompressed as it arrives, before it is summed or
+applied, as MXNet's server does.
+
 The optimizer comes from a worker as *data* (its name and
 hyper-parameters, :func:`optimizer_spec`), never as pickled code, and its
 state stays on the server.  The server is one loop over two sockets: a
@@ -34,6 +38,7 @@ from ... import optimizer as opt
 from ...context import cpu
 from ...ndarray import ndarray as _nd
 from .. import states as _states
+from ..compression import decompress_push
 from . import wire
 from .config import DistributedError
 from .scheduler import join
@@ -314,6 +319,13 @@ class Server:
         value = self._one(arrays, 'push')
         kp = self._kp(h)
         stored = self._stored(kp)
+        if h.get('compression') is not None:     # 2-bit words: decompress first
+            if stored.dtype != np.float32:
+                raise DistributedError(f'a compressed push to key {kp[0]!r}, which '
+                                       f'holds {stored.dtype.__name__}: only float32 '
+                                       f'values are compressed')
+            value = decompress_push(h['compression'], h.get('threshold'), value,
+                                    stored.size).reshape(stored.shape)
         if value.shape != stored.shape or value.dtype != stored.dtype:
             raise DistributedError(f'push of {value.dtype}{list(value.shape)} to '
                                    f'key {kp[0]!r}, which holds {stored.dtype.__name__}'

@@ -8,7 +8,8 @@ talking to the servers:
   start from rank 0's weights, as in MXNet);
 * ``_push_key``: sum this worker's devices (on ``cpu(0)``; on the first
   value's device for the ``_device`` variants), then send each part to its
-  server;
+  server; with ``set_gradient_compression``, as 2-bit words
+  (:mod:`..compression`), which the server decompresses before it sums;
 * ``_pull_key``: wait for this key's pushes to be answered, ask every part
   back, copy the whole into every output;
 * ``set_optimizer``: rank 0 sends the optimizer, as data, to every server.
@@ -31,6 +32,7 @@ from ... import backend, collectives
 from ... import optimizer as opt
 from ...context import cpu
 from ...ndarray import ndarray as _nd
+from .. import compression
 from .. import states as _states
 from ..kvstore import KVStore
 from .config import DistributedError
@@ -67,6 +69,7 @@ class DistKVStore(KVStore):
             raise DistributedError(f'mx.kv.create({name!r}): {e}') from None
         self._parts = {}              # key -> partition(...)
         self._pending = {}            # key -> seqs of unanswered pushes/inits
+        self._residuals = {}          # key -> what gradient compression kept
 
     def __repr__(self):
         return (f'<DistKVStore {self._type!r}: worker {self.rank} of '
@@ -108,15 +111,30 @@ class DistKVStore(KVStore):
                                      self._node.num_servers,
                                      self._node.cfg.bigarray_bound)
         if self.rank == 0:
-            self._send(key, 'init', backend.to_numpy(value._value()))
+            flat = backend.to_numpy(value._value()).reshape(-1)
+            self._send(key, 'init', self._cut(key, flat))
             self._node.flush()
 
-    def _send(self, key, op, flat, **meta):
-        flat = flat.reshape(-1)
-        seqs = [self._node.request(server, op, [flat[a:b]], key=key, part=part,
-                                   **meta)
-                for part, (server, a, b) in enumerate(self._parts[key])]
+    def _cut(self, key, flat):
+        return [flat[a:b] for _, a, b in self._parts[key]]
+
+    def _send(self, key, op, pieces, **meta):
+        """Send ``pieces[i]`` (an array) to the server of part ``i`` of ``key``."""
+        seqs = [self._node.request(server, op, [piece], key=key, part=part, **meta)
+                for part, ((server, _, _), piece) in enumerate(zip(self._parts[key],
+                                                                    pieces))]
         self._pending.setdefault(key, []).extend(seqs)
+
+    def _compressed(self, key, flat):
+        """The 2-bit words of each part of ``flat`` + the residual of ``key``
+        (kept on this worker's CPU, as MXNet's): each part is packed from
+        its own first element, so a server reads its part alone."""
+        residual = self._residuals.get(key)
+        if residual is None:
+            residual = self._residuals[key] = np.zeros(flat.size, np.float32)
+        t = self._compression.threshold
+        return [compression.quantize_2bit(flat[a:b], residual[a:b], t)
+                for _, a, b in self._parts[key]]
 
     # -- push and pull ----------------------------------------------------------------
     def _push_key(self, key, values):
@@ -129,8 +147,14 @@ class DistKVStore(KVStore):
         # sent from the array's own memory (a GPU array: from a host copy);
         # the push returns once ZeroMQ has read it all, so the caller may
         # write the array again (as after an engine op has read it)
-        self._send(key, 'push', backend.to_numpy(total._value()), sync=self._sync)
-        self._node.trace.record('push', t0, key=key)
+        flat = backend.to_numpy(total._value()).reshape(-1)
+        if self._compression is None:
+            pieces, meta = self._cut(key, flat), {}
+        else:
+            pieces, meta = self._compressed(key, flat), self._compression.header()
+        node, before = self._node, self._node.bytes_sent['push']
+        self._send(key, 'push', pieces, sync=self._sync, **meta)
+        node.trace.record('push', t0, key=key, bytes=node.bytes_sent['push'] - before)
 
     def _push_keys(self, pairs):
         super()._push_keys(pairs)

@@ -13,7 +13,10 @@ A message is a list of frames (ZeroMQ delivers all of them or none)::
 Arrays are never pickled or converted: a sent frame is the array's own
 buffer (``copy=False``: ZeroMQ reads it in place), a received array is a
 read-only NumPy view of the frame ZeroMQ filled (an array of several
-frames is joined, one copy).
+frames is joined, one copy).  A push with gradient compression carries
+its 1024 values as ``[["uint32", [64]]]``, 2 bits each, and says how to
+read them: ``"compression": "2bit", "threshold": 0.5``
+(:mod:`d2lmini.kvstore.compression`).
 
 What a receiver checks, in this order, before it believes anything:
 
@@ -52,7 +55,8 @@ __all__ = ['BadMessage', 'BadSignature', 'Channel', 'pack', 'unpack', 'send',
            'recv', 'limit', 'notice', 'VERSION', 'FRAME', 'MAX_HEADER']
 
 VERSION = 1
-DTYPES = ('float16', 'float32', 'float64', 'uint8', 'int8', 'int32', 'int64')
+DTYPES = ('float16', 'float32', 'float64', 'uint8', 'int8', 'int32', 'int64',
+          'uint32')                       # (uint32: 2-bit compressed words)
 MAX_HEADER = 1 << 20          # bytes of JSON (a model's layout of states)
 MAX_TEXT = 4000               # characters of an error message sent
 SCHEDULER_FRAME = 1 << 16     # the largest frame to or from the scheduler
@@ -64,12 +68,13 @@ log = logging.getLogger('d2lmini.kvstore.dist')
 _UINT = ('seq', 'part', 'rank', 'pid', 'port', 'wish', 'num_update', 'n',
          'num_worker', 'num_server', 'id')
 _STR = ('op', 'node', 'role', 'host', 'waiting', 'message', 'sid', 'to',
-        'key_type', 'model', 'device', 'input', 'dtype')   # (last 4: d2lmini.serve)
+        'key_type', 'model', 'device', 'input', 'dtype',   # (those 4: d2lmini.serve)
+        'compression')
 #: The type of every header field that any node reads (None is allowed for
 #: all of them: a handler that needs a field says so).
 FIELDS = dict({k: int for k in _UINT}, **{k: str for k in _STR},
-              key=(int, str), for_s=float, sync=bool, spec=dict, layout=dict,
-              counts=dict, servers=list, names=list, shape=list)
+              key=(int, str), for_s=float, threshold=float, sync=bool, spec=dict,
+              layout=dict, counts=dict, servers=list, names=list, shape=list)
 
 
 class BadMessage(ValueError):

@@ -14,6 +14,7 @@ busy computing for minutes still counts as alive.  ZeroMQ sockets belong
 to one thread each: the main thread never touches the heartbeat socket.
 """
 import atexit
+import collections
 import itertools
 import logging
 import os
@@ -74,6 +75,7 @@ class Worker:
         for s in [self.sched] + self.servers:
             self._poller.register(s, zmq.POLLIN)
         self._seq = itertools.count()
+        self.bytes_sent = collections.Counter()   # op -> bytes of its messages
         self._replies = {}                  # seq -> (header, arrays)
         self._unsent = []                   # trackers of arrays being sent
         self.failure = None                 # set by any thread; raised by waits
@@ -123,6 +125,7 @@ class Worker:
         sock = self.sched if server is None else self.servers[server]
         frames = self._chan[sock].pack(op, arrays, dest=self._dest[sock], seq=seq,
                                        rank=self.rank, **meta)
+        self.bytes_sent[op] += sum(memoryview(f).nbytes for f in frames)
         tracker = wire.send(sock, frames, track=bool(arrays))
         if tracker is not None:
             self._unsent.append(tracker)
