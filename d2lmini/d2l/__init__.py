@@ -23,7 +23,8 @@ the module of its concern, and this package gathers them:
   :func:`torch_twin` and :func:`torch_steps`;
 * ``d2lmini/d2l/models.py``: :func:`lenet_classic`, the multi-device
   chapters' :func:`get_lenet_params` / :func:`lenet` (from raw operators)
-  and :func:`lenet_multigpu` (Gluon);
+  and :func:`lenet_multigpu` (Gluon); :func:`num_parameters` (chapter
+  11), a network's size from its graph;
 * ``d2lmini/d2l/figures.py`` and ``d2lmini/d2l/jobs.py`` (chapters 9-14):
   the figures those chapters draw, and the processes of a distributed job
   started, waited for and always stopped;
@@ -55,7 +56,7 @@ from .figures import (draw_cluster, draw_ring, plot_collectives, plot_passes,
 from .jobs import (dmlc_env, free_port, mpirun, ps_job, ps_log, ps_node_names,
                    results, wait_all)
 from .models import (get_lenet_params, get_params, lenet, lenet_classic,
-                     lenet_multigpu)
+                     lenet_multigpu, num_parameters)
 from .plotting import (Animator, plot, set_axes, set_figsize, show_images,
                        show_trace, use_svg_display)
 from .speed import images_per_sec, median_time, torch_steps, torch_twin
@@ -74,7 +75,8 @@ __all__ = ['Timer', 'Accumulator', 'Animator', 'Benchmark', 'table', 'Table',
            'squared_loss', 'sgd', 'size', 'accuracy', 'evaluate_accuracy',
            'evaluate_accuracy_gpu', 'train_ch6', 'lenet_classic',
            'get_lenet_params', 'get_params', 'lenet', 'lenet_multigpu',
-           'split_batch', 'images_per_sec', 'median_time', 'show_trace',
+           'num_parameters', 'split_batch', 'images_per_sec', 'median_time',
+           'show_trace',
            'torch_twin', 'torch_steps', 'trace_passes', 'plot_passes',
            'draw_cluster', 'draw_ring', 'plot_collectives', 'free_port',
            'ps_node_names', 'dmlc_env', 'ps_log', 'ps_job', 'wait_all',

@@ -1,7 +1,8 @@
 """The chapters' networks: LeNet-5 as in the book (:func:`lenet_classic`),
 and the multi-device chapters' LeNet, from raw operators
 (:func:`get_lenet_params`, :func:`get_params`, :func:`lenet`) and as
-Gluon layers (:func:`lenet_multigpu`).
+Gluon layers (:func:`lenet_multigpu`); and :func:`num_parameters`, a network's size
+without allocating it.
 """
 from .. import context
 from .. import ndarray as nd
@@ -81,3 +82,21 @@ def lenet_multigpu(hybrid=False):
             nn.Dense(128, activation='relu'),
             nn.Dense(10))
     return net
+
+
+def num_parameters(net, data_shape):
+    """How many parameters the HybridBlock ``net`` has (those with
+    gradients: BatchNorm's running statistics are not counted) for inputs
+    of ``data_shape``, without allocating them: the shapes are inferred on
+    the network's graph, ``net(mx.sym.var('data'))`` (chapter 14).
+
+    >>> from d2lmini.gluon.model_zoo import vision
+    >>> num_parameters(vision.resnet18_v1(), (1, 3, 224, 224))
+    11689512
+    """
+    import numpy as np
+    from .. import symbol
+    out = net(symbol.var('data'))
+    shapes, _, _ = out.infer_shape(data=tuple(data_shape))
+    return sum(int(np.prod(shape)) for name, shape in
+               zip(out.list_arguments(), shapes) if name != 'data')
