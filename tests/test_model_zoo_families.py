@@ -114,6 +114,16 @@ def test_concurrent_concatenates_and_backpropagates(container):
     assert repr(list(net)[1]) == 'Identity()'
 
 
+def test_mxnet_1x_names_them_in_gluon_contrib_nn():
+    """MXNet 1.9.1's scripts write ``gluon.contrib.nn.HybridConcurrent``."""
+    from d2lmini import gluon
+    for name in ('Concurrent', 'HybridConcurrent', 'Identity'):
+        assert getattr(gluon.contrib.nn, name) is getattr(nn, name)
+    net = gluon.contrib.nn.HybridConcurrent(axis=1)
+    net.add(gluon.contrib.nn.Identity(), gluon.contrib.nn.Identity())
+    assert net(nd.ones((2, 3))).shape == (2, 6)
+
+
 def test_concurrent_names_its_children_as_mxnet():
     with mx.name.NameManager():
         net = nn.HybridConcurrent(axis=1)
