@@ -599,3 +599,27 @@ def test_median_time_waits_for_the_engine_and_takes_the_median(monkeypatch):
     calls = []
     assert d2l.median_time(lambda: calls.append(1), 3) == 1.0
     assert len(calls) == 4 and len(waited) == 4       # a warm-up, then 3
+
+
+def test_num_parameters_counts_from_the_graph_what_a_forward_pass_allocates():
+    """d2l.num_parameters agrees with the parameters a real forward pass
+    makes (BatchNorm's running statistics left out), and allocates none."""
+    from d2lmini.gluon.model_zoo import vision
+    net = vision.get_model('mobilenetv2_0.25', classes=7)
+    n = d2l.num_parameters(net, (1, 3, 64, 64))
+    assert all(p._data is None for p in net.collect_params().values())
+    net.initialize()
+    net(mx.nd.ones((1, 3, 64, 64)))
+    want = sum(p.data().size for p in net.collect_params().values()
+               if p.grad_req != 'null')
+    assert n == want > 0
+    # MXNet 1.9.1's own DenseNet-121 (its parameter shapes, a fixture it wrote)
+    import gzip, json, os
+    path = os.path.join(os.path.dirname(__file__), 'fixtures', 'model_zoo',
+                        'param_shapes.json.gz')
+    with gzip.open(path) as f:
+        _, shapes = json.load(f)['densenet121']
+    mxnet = sum(int(np.prod(shape)) for _, name, shape in shapes
+                if not name.endswith(('running_mean', 'running_var')))
+    assert d2l.num_parameters(vision.get_model('densenet121'),
+                              (1, 3, 224, 224)) == mxnet
