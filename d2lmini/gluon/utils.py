@@ -1,4 +1,6 @@
-"""Helpers for data-parallel training: split a batch over devices, clip gradients.
+"""Helpers for data-parallel training: split a batch over devices, clip
+gradients; and where MXNet's published files (pretrained weights, its
+copies of MNIST and CIFAR) are downloaded from.
 
 Examples
 --------
@@ -7,6 +9,7 @@ Examples
 [(3, 2), (3, 2)]
 """
 import math
+import os
 import warnings
 
 import numpy as np
@@ -15,6 +18,22 @@ from .. import ndarray as nd
 from ..context import Context
 
 __all__ = ['split_data', 'split_and_load', 'clip_global_norm']
+
+_APACHE_REPO = 'https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/'
+
+
+def _get_repo_url():
+    """MXNet's repository of published files, ending in ``/``:
+    ``$MXNET_GLUON_REPO`` (a mirror; ``file:///some/folder/`` works too),
+    else Apache's bucket."""
+    url = os.environ.get('MXNET_GLUON_REPO') or _APACHE_REPO
+    return url if url.endswith('/') else url + '/'
+
+
+def _get_repo_file_url(namespace, filename):
+    """The URL of the data file ``filename`` of ``namespace`` (``'mnist'``,
+    ``'cifar10'``) in MXNet's repository."""
+    return f'{_get_repo_url()}gluon/dataset/{namespace}/{filename}'
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):

@@ -21,6 +21,8 @@ import os
 import secrets
 import zipfile
 
+from ..utils import _APACHE_REPO, _get_repo_url
+
 __all__ = ['get_model_file', 'load_pretrained', 'purge', 'short_hash', 'check_sha1']
 
 _model_sha1 = {name: checksum for checksum, name in [
@@ -59,7 +61,7 @@ _model_sha1 = {name: checksum for checksum, name in [
     ('ad2f660d101905472b83590b59708b71ea22b2e5', 'vgg19'),
     ('f360b758e856f1074a85abd5fd873ed1d98297c3', 'vgg19_bn')]}
 
-apache_repo_url = 'https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/'
+apache_repo_url = _APACHE_REPO        # MXNet's name for it here
 _url_format = '{repo_url}gluon/models/{file_name}.zip'
 _CHUNK = 1 << 20
 ROOT = os.path.join('~', '.mxnet', 'models')   # MXNet's default folder
@@ -88,11 +90,6 @@ def _sha1(filename):
         for chunk in iter(lambda: f.read(_CHUNK), b''):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _repo_url():
-    url = os.environ.get('MXNET_GLUON_REPO') or apache_repo_url
-    return url if url.endswith('/') else url + '/'
 
 
 def get_model_file(name, root=ROOT, progress=True):
@@ -124,7 +121,7 @@ def get_model_file(name, root=ROOT, progress=True):
         found = _sha1(path)
         if found == sha1:
             return path
-    url = _url_format.format(repo_url=_repo_url(), file_name=file_name)
+    url = _url_format.format(repo_url=_get_repo_url(), file_name=file_name)
     try:
         _download(url, root, file_name, sha1, progress)
     except (OSError, http.client.HTTPException, zipfile.BadZipFile, KeyError) as e:

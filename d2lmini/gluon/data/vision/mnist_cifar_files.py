@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...utils import _get_repo_file_url
 from . import fashion_mnist_files as _idx
 from .fashion_mnist_files import CorruptDataError, DatasetNotFoundError
 
@@ -85,7 +86,6 @@ CIFAR100_FILES = {
     'labels': (('coarse label', 20), ('fine label', 100)),
 }
 
-_APACHE_REPO = 'https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/'
 _PIXELS = 3 * 32 * 32
 
 
@@ -103,8 +103,7 @@ def default_root(namespace):
 def repo_file_url(namespace, name):
     """The URL of a data file in MXNet's repository (or its mirror,
     ``$MXNET_GLUON_REPO``; ``file:///some/folder/`` works too)."""
-    repo = os.environ.get('MXNET_GLUON_REPO') or _APACHE_REPO
-    return f'{repo.rstrip("/")}/gluon/dataset/{namespace}/{name}'
+    return _get_repo_file_url(namespace, name)
 
 
 def _exact(folder, name):
