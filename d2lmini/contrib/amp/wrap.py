@@ -20,6 +20,7 @@ context, so the CPU shows what AMP does (and what float16 costs there).
 Operators called as NDArray methods or Python operators (``x.exp()``,
 ``a + b``) are not wrapped; ``a + b`` promotes float16 to float32 itself.
 """
+import functools
 import logging
 
 import numpy as np
@@ -122,9 +123,7 @@ def _replace(module, name, make):
     f = getattr(module, name, None)
     if f is None:            # an operator with no function (``_rdiv_scalar``)
         return
-    new = make(f)
-    new.__name__, new.__doc__ = f.__name__, f.__doc__
-    new.__wrapped__ = f
+    new = functools.update_wrapper(make(f), f)     # its name, doc, __wrapped__
     setattr(module, name, new)
     _WRAPPED.append((module, name, f))
 
