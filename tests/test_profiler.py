@@ -88,7 +88,7 @@ def test_only_ops_pushed_while_running_and_not_paused(kind, tmp_path):
         profiler.dump()
     trace = load(tmp_path)
     label = f'{ctx.device_type}/{ctx.device_id}'
-    assert list(trace) == [label]
+    assert list(trace) == [label, 'Device Storage']      # profile_memory: on
     assert op_names(trace, label) == ['sqrt'] * 3 + ['tanh'] * 2
     assert {lane for lane, _ in trace[label]} == {f'{ctx} stream'}
     for _, e in trace[label]:
@@ -174,7 +174,7 @@ def test_one_row_per_device_and_copies_on_the_destination(tmp_path):
     profiler.dump()
     trace = load(tmp_path)
     dest = f'{other.device_type}/{other.device_id}'
-    assert list(trace) == ['cpu/0', dest]
+    assert list(trace) == ['cpu/0', dest, 'Device Storage']
     assert op_names(trace, 'cpu/0') == ['_ones', '_mul_scalar']
     assert op_names(trace, dest) == ['copyto', '_plus_scalar', 'exp']
     assert {lane for lane, _ in trace[dest]} == {f'{other} stream'}
@@ -188,7 +188,7 @@ def test_gpu_rows_on_the_standin(tmp_path):
     profiler.set_state('stop')
     profiler.dump()
     trace = load(tmp_path)
-    assert list(trace) == ['gpu/0', 'gpu/1']
+    assert list(trace) == ['gpu/0', 'gpu/1', 'Device Storage']
     assert op_names(trace, 'gpu/1') == ['_ones', 'sqrt']
 
 
@@ -206,6 +206,138 @@ def test_symbolic_and_imperative(imperative, symbolic, expected, tmp_path):
     net(x) + 1
     profiler.set_state('stop')
     assert set(stats()['operator']) == expected
+
+
+# --- profile_memory ------------------------------------------------------------------
+def memory_trace(tmp_path):
+    """The memory counters' values in the dumped trace: ``{name: [value]}``."""
+    profiler.dump()
+    out = collections.defaultdict(list)
+    for lane, e in load(tmp_path).get('Device Storage', []):
+        assert e['ph'] == 'C' and lane == e['name'].split(': ')[1]
+        out[e['name']].append(e['args'][e['name']])
+    return dict(out)
+
+
+@pytest.mark.parametrize('kind', ENGINES)
+def test_memory_counts_the_buffers_ops_make_and_free(kind, tmp_path):
+    """An op's new buffer adds its bytes, freeing it subtracts them; views,
+    in-place writes and arrays made before the profile are not counted."""
+    n = 100 * 100 * 4
+    old = nd.ones((100, 100), ctx=mx.cpu(0))
+    nd.waitall()
+    with engine.engine_mode(kind):
+        start(tmp_path, aggregate_stats=True)
+        x = nd.zeros((100, 100), ctx=mx.cpu(0))           # + n
+        y = (x + 1).astype('float64')                     # + n, + 2n, - n
+        y.reshape((-1,)).wait_to_read()                   # a view: nothing
+        x[:] = old                                        # in place: nothing
+        nd.sgd_update(x, old, lr=0.1, out=x)              # in place: nothing
+        z = nd.split(x, 2, axis=0)                        # + n/2, + n/2
+        nd.waitall()
+        assert profiler.memory.COUNTERS.in_use() == {'cpu/0': n + 2 * n + n}
+        del y, z
+        nd.waitall()
+        assert profiler.memory.COUNTERS.in_use() == {'cpu/0': n}
+        profiler.set_state('stop')
+    assert memory_trace(tmp_path) == {'Memory: cpu/0': [
+        n, 2 * n, 4 * n, 3 * n, 3.5 * n, 4 * n, 2 * n, 1.5 * n, n]}
+    row = json.loads(profiler.dumps(format='json'))['Memory']['Device Storage']
+    assert row == {'Memory: cpu/0': {'Count': 9, 'Min': n / 1e3, 'Max': 4 * n / 1e3,
+                                     'Avg': 1.5 * n / 1e3}}
+    del old
+
+
+def test_memory_is_taken_when_an_op_runs_not_when_pushed(gate_op, tmp_path):
+    """The counter shows what the engine has run: ops held in the queue
+    behind a gate have allocated nothing yet."""
+    gate = threading.Event()
+    x = nd.ones((1000,), ctx=mx.cpu(0))
+    nd.waitall()
+    try:
+        with engine.engine_mode('threaded'):
+            start(tmp_path)
+            held = nd.invoke(gate_op, (x,), {'gate': gate})
+            ys = [held * i for i in range(5)]             # queued behind it
+            assert profiler.memory.COUNTERS.in_use() == {}
+            gate.set()
+            nd.waitall()
+            assert profiler.memory.COUNTERS.in_use() == {'cpu/0': 6 * 4000}
+            profiler.set_state('stop')
+    finally:
+        gate.set()
+    del ys
+    assert memory_trace(tmp_path)['Memory: cpu/0'] == [4000 * i for i in range(1, 7)]
+
+
+def test_memory_per_device_off_and_paused(tmp_path):
+    other = mx.gpu(0) if HAS_GPU else mx.cpu(1)
+    label = f'{other.device_type}/{other.device_id}'
+    x = nd.ones((10,), ctx=mx.cpu(0))
+    nd.waitall()
+    start(tmp_path)
+    a = x * 2                                             # 40 bytes on cpu/0
+    b = x.copyto(other)                                   # 40 on the other
+    nd.waitall()                                          # counted as they run
+    profiler.pause()
+    c = b + 1                                             # paused: no point
+    nd.waitall()
+    profiler.resume()
+    d = b + 2                                             # 40 + 40 counted
+    profiler.set_state('stop')
+    assert memory_trace(tmp_path) == {'Memory: cpu/0': [40],
+                                      f'Memory: {label}': [40, 120]}
+    profiler._reset()
+    start(tmp_path, profile_memory=False)
+    e = x * 3
+    profiler.set_state('stop')
+    assert memory_trace(tmp_path) == {}
+    assert profiler.memory.COUNTERS.in_use() == {}
+    del a, b, c, d, e
+
+
+def test_memory_counts_host_copies_not_shared_buffers(tmp_path):
+    """nd.array and the DataLoader copy host data outside the engine: that
+    is counted; from_numpy shares the NumPy array's memory: that is not."""
+    import numpy as np
+    start(tmp_path)
+    a = nd.array(np.ones((10, 10)), ctx=mx.cpu(0))        # float32: 400 bytes
+    b = nd.from_numpy(np.ones(5, 'float32'))
+    assert profiler.memory.COUNTERS.in_use() == {'cpu/0': 400}
+    ds = mx.gluon.data.ArrayDataset(np.ones((8, 3), 'float32'), np.arange(8))
+    batches = list(mx.gluon.data.DataLoader(ds, batch_size=4))
+    assert profiler.memory.COUNTERS.in_use() == {'cpu/0': 400 + 2 * (48 + 32)}
+    del batches
+    assert profiler.memory.COUNTERS.in_use() == {'cpu/0': 400}
+    profiler.set_state('stop')
+    del a, b
+
+
+def test_memory_section_matches_mxnet(tmp_path):
+    """The workload's Device Storage row and section, laid out as MXNet's
+    (the values differ: MXNet also counts its operators' temp space)."""
+    start(tmp_path, profile_all=True, aggregate_stats=True)
+    workload(mx, profiler)
+    profiler.set_state('stop')
+    ours = profiler.dumps().split('\n')
+    with open(os.path.join(FIXTURES, 'mxnet_table.txt')) as f:
+        ref = f.read().split('\n')
+    i, j = ours.index('Device Storage'), ref.index('Device Storage')
+    assert ours[i:i + 4] == ref[j:j + 4]                 # title, rule, header, dashes
+    ctx = mx.current_context()
+    name = f'Memory: {ctx.device_type}/{ctx.device_id}'     # MXNet ran on cpu/0
+    assert re.fullmatch(name + r' +(\d+)( +\d+\.\d{4}){3}', ours[i + 4])
+    assert ours[i + 5] == ''
+    assert [m.end() for m in re.finditer(r'\S+', ours[i + 4])][2:] == \
+        [m.end() for m in re.finditer(r'\S+', ref[j + 4])][2:]
+    with open(os.path.join(FIXTURES, 'mxnet_stats.json')) as f:
+        theirs = json.load(f)['Memory']['Device Storage']['Memory: cpu/0']
+    mine = json.loads(profiler.dumps(format='json'))['Memory']
+    assert list(mine) == ['Device Storage'] and list(mine['Device Storage']) == [name]
+    mine = mine['Device Storage'][name]
+    assert sorted(mine) == sorted(theirs) == ['Avg', 'Count', 'Max', 'Min']
+    # The first buffer (nd.ones) is the smallest value, as in MXNet's.
+    assert mine['Min'] == theirs['Min'] == 1.6
 
 
 # --- MXNet's output ------------------------------------------------------------------

@@ -22,8 +22,8 @@ from .stream import (EngineError, Stream, add_reader, bulk, bulk_size,
                      engine_mode, engine_type, is_naive, op_error, read_dep,
                      run_sync, set_bulk_size, set_engine, set_max_inflight,
                      stream_for, take_readers, wait_for, waitall,
-                     _FAILED, _MAX_INFLIGHT, _NAIVE, _NAIVE_MODE, _STREAMS,
-                     _TRACE, _TRACER)
+                     _FAILED, _MAX_INFLIGHT, _MEMORY, _NAIVE, _NAIVE_MODE,
+                     _STREAMS, _TRACE, _TRACER)
 from .cores import blas_threads, cpu_threads, free_cores, set_blas_threads, _cores
 from . import lifecycle                                   # noqa: F401 - its hooks
 

@@ -138,6 +138,7 @@ _SHORT_QUEUE = 256
 _BIG_OP_S = 200e-6
 _TRACE = [None]              # the list a Trace collects into, or None
 _TRACER = [None]             # the active Trace itself (for backward_pass)
+_MEMORY = [None]             # the profiler's memory count (ctx, args, outs), or None
 _FAILED = [False]            # has any op ever failed?  (then check inputs)
 
 
@@ -278,8 +279,10 @@ class Stream:
                 self._fail(e, name, outs)
             if trace is not None:
                 trace.append((self.ctx, name, t0, _now(), seq))
+                if _MEMORY[0] is not None:
+                    _MEMORY[0](self.ctx, args, outs)
             # Drop this op's arrays now: get() may block for a long time.
-            fn = args = outs = attrs = res = None
+            fn = args = outs = attrs = res = o = r = None
             self.done = seq
             if self._waiters:
                 self._wake()
@@ -643,3 +646,5 @@ def run_sync(name, fn, args, outs, ctx, attrs):
         o._seq = 0
     if trace is not None:
         trace.append((ctx, name, t0, _now(), 0))
+        if _MEMORY[0] is not None:
+            _MEMORY[0](ctx, args, outs)

@@ -39,6 +39,7 @@ _new = object.__new__
 _NAIVE = engine._NAIVE
 _NAIVE_MODE = engine._NAIVE_MODE
 _TRACE = engine._TRACE
+_MEMORY = engine._MEMORY   # the profiler's memory count, or None (mx.profiler)
 _stream_for = engine.stream_for
 _REC = _ag._STATE          # [recording, training]
 _EMPTY = {}
@@ -989,6 +990,8 @@ def _fill_from_host(out, host, ctx, dtype):
     """Give the new array ``out`` the values of ``host`` (our own copy)."""
     if ctx.device_type == 'cpu':
         out._data = host                    # already our own copy: ready at once
+        if _MEMORY[0] is not None:          # made here, not by the engine
+            _MEMORY[0](ctx, (), [out])
     else:
         _run('array', lambda: backend.asarray_on(host, ctx, dtype), (), [out], ctx)
 

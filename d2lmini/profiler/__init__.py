@@ -22,10 +22,10 @@ profiled is decided when they are pushed (:mod:`.core`): ``pause`` and
 wait for the operations pushed while profiling (not for other work, and
 they raise no engine error: that is the next sync point's job).
 
-What is not here: ``profile_memory`` (MXNet's ``Device Storage``
-counters) records nothing, since NumPy allocates through ``malloc`` with
-no hook per array (:mod:`d2lmini.storage`) and the engine does not see
-CuPy's allocations either; ``profile_api`` records nothing, as there is
+``profile_memory`` draws each device's memory in use as MXNet's
+``Device Storage`` counters (``Memory: cpu/0``), counted where the engine
+hands an operation its outputs (:mod:`.memory`).  What is not here:
+``profile_api`` records nothing, as there is
 no C API; ``continuous_dump`` starts no background writer (every ``dump``
 writes the whole profile, a complete JSON file); ``profile_process=
 'server'`` is refused (a parameter server's timeline is
@@ -44,6 +44,7 @@ import warnings
 from ..engine.trace import to_chrome
 from . import stats as _stats
 from .core import OPERATOR, STATE, error
+from .memory import COUNTERS as _MEMORY
 from .scopes import Counter, Domain, Event, Frame, Marker, Task
 
 __all__ = ['set_config', 'set_state', 'pause', 'resume', 'dump', 'dumps',
@@ -82,6 +83,10 @@ def set_config(**kwargs):
     on = _CONFIG['profile_all']
     STATE.imperative = on or _CONFIG['profile_imperative']
     STATE.symbolic = on or _CONFIG['profile_symbolic']
+    memory = on or _CONFIG['profile_memory']
+    if STATE.running and memory != STATE.memory:
+        (_MEMORY.start if memory else _MEMORY.stop)()
+    STATE.memory = memory
     if _CONFIG['aggregate_stats'] != STATE.aggregate:
         STATE.aggregate, STATE.stats = _CONFIG['aggregate_stats'], {}
 
@@ -122,10 +127,13 @@ def set_state(state='stop', profile_process='worker'):
     once the operations pushed while running have run."""
     _check_process(profile_process)
     if state == 'run':
+        if STATE.memory and not STATE.running:
+            _MEMORY.start()
         STATE.start()
         STATE.paused = False
     elif state == 'stop':
         STATE.stop()
+        _MEMORY.stop()
     else:
         raise error(ValueError, f"profiler.set_state: state must be 'run' or "
                                 f"'stop', got {state!r}")
@@ -242,6 +250,7 @@ def dump_profile():
 
 def _reset():
     """Back to the state of a fresh import (for tests)."""
+    _MEMORY.stop()
     STATE.stop()
     STATE.__init__()
     _CONFIG.clear()

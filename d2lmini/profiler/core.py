@@ -77,7 +77,7 @@ class State:
         self.running = self.paused = False
         self.output = False              # MXNet: may dump (has run since)
         self.aggregate = False
-        self.imperative = self.symbolic = True
+        self.imperative = self.symbolic = self.memory = True
         self.ops = None                  # the list the engine appends to
         self.windows = []                # [start marks, t, end marks | None, t]
         self.spans, self.counters, self.markers = [], [], []
@@ -174,8 +174,8 @@ class State:
         if self.aggregate:
             self._stat(category, name, 'duration', (end - start) * 1e6)
 
-    def add_counter(self, category, name, value):
-        self.counters.append((category, _lane(), name, _now(), value))
+    def add_counter(self, category, name, value, lane=None):
+        self.counters.append((category, lane or _lane(), name, _now(), value))
         if self.aggregate:
             self._stat(category, name, 'counter', value)
 

@@ -9,7 +9,10 @@ Rows are sorted by ``sort_by``, largest first unless ``ascending``.
 
 A counter's row follows MXNet to the letter, odd as it is: its values
 (the last, the smallest, the largest) divided by 1000 in the time columns,
-and half its range, divided by 1000, as the average.
+and half its range, divided by 1000, as the average.  The memory section,
+``Device Storage`` (:mod:`.memory`), has no time column: its counters'
+smallest, largest and "average" values are in kB (1000 bytes), and in
+the JSON document it goes under ``Memory`` instead of ``Time``.
 """
 import json
 
@@ -18,6 +21,9 @@ FORMATS = ('table', 'json')
 _RULE = '================='
 _COLUMNS = ('Name', 'Total Count', 'Time (ms)', 'Min Time (ms)', 'Max Time (ms)',
             'Avg Time (ms)')
+_MEMORY_COLUMNS = ('Name', 'Total Count', 'Min Use  (kB)', 'Max Use  (kB)',
+                   'Avg Use  (kB)')
+MEMORY = ('Device Storage', 'Pool Memory')      # MXNet's memory sections
 
 
 def _values(row):
@@ -49,10 +55,14 @@ def table(stats, sort_by='total', ascending=False):
     out = ['', 'Profile Statistics:',
            '\tNote the difference in units for different entries.']
     for category in sorted(stats):
-        out += [category, _RULE, line(_COLUMNS),
-                line(['-' * len(c) if i else '----' for i, c in enumerate(_COLUMNS)])]
+        memory = category in MEMORY
+        columns = _MEMORY_COLUMNS if memory else _COLUMNS
+        out += [category, _RULE, line(columns),
+                line(['-' * len(c) if i else '----' for i, c in enumerate(columns)])]
         for name, row in _sorted(stats[category], sort_by, ascending):
             count, *times = _values(row)
+            if memory:
+                times = times[1:]        # no total
             out.append(line([name, count] + [f'{t:.4f}' for t in times]))
         out.append('')
     return '\n'.join(out) + '\n'
@@ -62,13 +72,15 @@ def as_json(stats, sort_by='total', ascending=False):
     """The JSON document of ``stats``: ``Time`` (per category, per name:
     ``Count``, ``Total``, ``Min``, ``Max``, ``Avg``), ``Memory`` and
     ``Unit``, with four significant digits as MXNet writes them."""
-    time = {}
+    time, memory = {}, {}
     for category in sorted(stats):
-        time[category] = {}
+        section = (memory if category in MEMORY else time)[category] = {}
         for name, row in _sorted(stats[category], sort_by, ascending):
             count, *values = _values(row)
-            time[category][name] = dict(
-                Count=count, **{k: float(f'{v:.4g}') for k, v in
-                                zip(('Total', 'Min', 'Max', 'Avg'), values)})
-    return json.dumps({'Time': time, 'Memory': {},
+            keys = ('Total', 'Min', 'Max', 'Avg')
+            if category in MEMORY:
+                keys, values = keys[1:], values[1:]
+            section[name] = dict(
+                Count=count, **{k: float(f'{v:.4g}') for k, v in zip(keys, values)})
+    return json.dumps({'Time': time, 'Memory': memory,
                        'Unit': {'Time': 'ms', 'Memory': 'kB'}}, indent=4) + '\n'

@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ...context import Context, cpu_pinned
+from ...engine import _MEMORY
 from ...ndarray.ndarray import NDArray, _make, array
 from .dataset import part_range
 from ...util import is_np_array
@@ -218,6 +219,8 @@ def _wrap(a):
     a = np.ascontiguousarray(a)
     out = _make(a.shape, a.dtype, _CPU)
     out._data = a
+    if _MEMORY[0] is not None:               # mx.profiler counts memory
+        _MEMORY[0](_CPU, (), [out])
     return out
 
 
