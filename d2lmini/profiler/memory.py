@@ -13,7 +13,7 @@ engine hands an operation's results to its output arrays (and where
   another array), and is not one of the op's inputs (an in-place write,
   an identity), is an allocation of ``data.nbytes`` on the op's device,
   counted once even if several outputs share it;
-* a ``weakref.finalize`` on that buffer subtracts it again when NumPy
+* a weak reference to that buffer subtracts it again when NumPy
   frees it: when the last array, view or queued operation holding it is
   gone.
 
@@ -36,6 +36,12 @@ from .core import STATE, device_label
 CATEGORY = 'Device Storage'          # MXNet's name for the counters' section
 
 
+class _Buffer(weakref.ref):
+    """A weak reference to a counted buffer, which calls back when NumPy
+    frees it (cheaper than ``weakref.finalize``: this runs per operation)."""
+    __slots__ = ('key', 'generation')
+
+
 class MemoryCounters:
     """The bytes in use per device, counted as the module describes."""
 
@@ -43,7 +49,8 @@ class MemoryCounters:
         self.lock = threading.Lock()
         self.generation = 0              # a new count on every start
         self.used = {}                   # device label -> bytes in use
-        self.live = {}                   # id(buffer) -> (label, nbytes)
+        self.live = {}                   # id(buffer) -> (label, nbytes, _Buffer)
+        self.names = {}                  # ctx -> (label, counter name)
 
     def start(self):
         """Count from zero (arrays made before are not counted)."""
@@ -55,7 +62,7 @@ class MemoryCounters:
     def stop(self):
         _MEMORY[0] = None
         with self.lock:
-            self.generation += 1         # the finalizers still pending: no-ops
+            self.generation += 1         # the callbacks still pending: no-ops
             self.used, self.live = {}, {}
 
     def on_outputs(self, ctx, args, outs):
@@ -79,27 +86,31 @@ class MemoryCounters:
             if not nbytes:
                 continue                 # MXNet counts no empty allocation
             try:
-                done = weakref.finalize(data, self._freed, self.generation, key)
+                ref = _Buffer(data, self._freed)
             except TypeError:            # an array type without weak refs
                 continue
-            done.atexit = False
-            label = device_label(ctx)
-            self._change(key, label, nbytes)
+            ref.key, ref.generation = key, self.generation
+            names = self.names.get(ctx)
+            if names is None:
+                label = device_label(ctx)
+                names = self.names[ctx] = (label, f'Memory: {label}')
+            self._change(names, nbytes, key, ref)
 
-    def _change(self, key, label, nbytes):
+    def _change(self, names, nbytes, key=None, ref=None):
+        label, name = names
         with self.lock:
-            if nbytes > 0:
-                self.live[key] = (label, nbytes)
+            if ref is not None:
+                self.live[key] = (names, nbytes, ref)
             used = self.used[label] = self.used.get(label, 0) + nbytes
         if not STATE.paused:
-            STATE.add_counter(CATEGORY, f'Memory: {label}', used, lane=label)
+            STATE.add_counter(CATEGORY, name, used, lane=label)
 
-    def _freed(self, generation, key):
+    def _freed(self, ref):
         with self.lock:
-            if generation != self.generation or key not in self.live:
+            if ref.generation != self.generation or ref.key not in self.live:
                 return
-            label, nbytes = self.live.pop(key)
-        self._change(key, label, -nbytes)
+            names, nbytes, _ = self.live.pop(ref.key)
+        self._change(names, -nbytes)
 
     def in_use(self):
         """``{device label: bytes}`` counted now."""
