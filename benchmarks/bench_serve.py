@@ -1,6 +1,6 @@
 """Serving an exported model over HTTP (``d2lmini.serve``): requests/s and latency.
 
-Four servers run side by side, each ``python -m d2lmini.serve`` in a
+Six servers run side by side, each ``python -m d2lmini.serve`` in a
 process of its own (its workers in theirs), each serving both models:
 
 ============  ==============================================================
@@ -10,6 +10,10 @@ batch 1       ``--devices 'cpu(0),cpu(1)' --max-batch-size 1``
 wait out      as ``batching``, with ``--wait-out-delay`` (a batch waits for
               its delay even when every open connection already waits)
 1 device      ``--devices 'cpu(0)' --max-batch-size 32 --max-batch-delay-ms 5``
+in-process    as ``batching``, with ``--in-process`` (the workers are threads
+              of the server's process: no ZeroMQ)
+in-process    as ``batch 1``, with ``--in-process``
+batch 1
 ============  ==============================================================
 
 The models: MXNet 1.9.1's LeNet (``tests/fixtures/serve/mx191_lenet``, one
@@ -34,10 +38,14 @@ Rows, per model (``.npy`` bodies; for LeNet also JSON bodies):
   settings with ``--wait-out-delay``, the same load;
 * **open loop**: requests started at a fixed rate, a few fractions of the
   closed-loop rate, latency from when each request was due;
+* **worker threads vs processes**: the ``in-process`` servers' rows, the
+  same ones (batching vs batch 1, vs ``/echo`` on the same server, p99,
+  low load), and the batching server with threads against processes;
 * **low load**: one client (``client.Client``, a kept-alive connection),
   sequential requests: the p50 of the HTTP round
   trip less the p50 of a direct ``Predictor`` call (in a process started as
-  a worker is: naive engine, one BLAS thread) on the same example (target
+  a worker is: naive engine, one BLAS thread; for the in-process servers,
+  with the server's own BLAS threads) on the same example (target
   <= 2 ms), the direct calls made at the same pace as the requests (one
   every HTTP round trip of the batch-1 server), and, for comparison, back
   to back.  The pace matters: a process that idles between calls finds its
@@ -90,6 +98,10 @@ SERVERS = {
                  '--max-batch-delay-ms', '5', '--wait-out-delay'],
     '1 device': ['--devices', 'cpu(0)', '--max-batch-size', '32',
                  '--max-batch-delay-ms', '5'],
+    'in-process': ['--devices', 'cpu(0),cpu(1)', '--max-batch-size', '32',
+                   '--max-batch-delay-ms', '5', '--in-process'],
+    'in-process batch 1': ['--devices', 'cpu(0),cpu(1)', '--max-batch-size', '1',
+                           '--in-process'],
 }
 LABEL = {'lenet': 'LeNet (MXNet 1.9.1 fixture)',
          'resnet18': 'ResNet-18 (32x32, thumbnail)'}
@@ -226,16 +238,20 @@ def closed_loop(servers, models, repeats, seconds, warmup, log=print):
     """Closed-loop runs by turns, ``repeats[model]`` rounds:
     ``{(model, what): [results]}``,
     ``what`` one of ``batching``, ``echo``, ``batch 1``, ``1 device``,
-    ``wait out`` (LeNet only), ``json``, ``echo json``."""
+    ``wait out`` (LeNet only), ``in-process``, ``in-process batch 1``,
+    ``echo in-process``, ``json``, ``echo json``."""
     runs = []
     for m, (_, x) in models.items():
         b = bodies(x)
         a = servers['batching']
         turns = [('batching', a, f'/predictions/{m}', 'npy'),
                  ('echo', a, '/echo', 'npy')]               # (HTTP only: short)
-        for other in ('batch 1', '1 device', 'wait out'):
+        for other in ('batch 1', '1 device', 'wait out', 'in-process',
+                      'in-process batch 1'):
             if other in servers and (other != 'wait out' or m == 'lenet'):
                 turns.append((other, servers[other], f'/predictions/{m}', 'npy'))
+        if 'in-process' in servers:                  # its own HTTP ceiling
+            turns.append(('echo in-process', servers['in-process'], '/echo', 'npy'))
         if m == 'lenet':
             turns += [('json', a, f'/predictions/{m}', 'json'),
                       ('echo json', a, '/echo', 'json')]
@@ -313,6 +329,28 @@ def closed_rows(results, models):
                              ratio=round(p99 / LATENCY_TARGET_MS, 3),
                              unit='ms (ref: the target, 100 ms; ratio <= 1 '
                                   'meets it)'))
+        versus(m, 'in-process', 'in-process batch 1', f'2 x cpu in-process, '
+               f'{clients}: dynamic batching (max 32, 5 ms) vs --max-batch-size 1',
+               'req/s (ref: --max-batch-size 1 --in-process, same load; target '
+               'ratio >= 2)')
+        if (m, 'in-process') in results:
+            target = '; target ratio >= 0.7' if m == 'lenet' else \
+                '; the forward pass dominates: no target'
+            versus(m, 'in-process', 'echo in-process', f'2 x cpu in-process, '
+                   f'{clients}, .npy bodies: predictions vs POST /echo',
+                   f'req/s (ref: the same server echoing the same body{target})')
+            p50 = _median([r['p50_ms'] for r in results[(m, 'in-process')]])
+            p99 = _median([r['p99_ms'] for r in results[(m, 'in-process')]])
+            rows.append(dict(name=f'{LABEL[m]}, 2 x cpu in-process, {clients}, '
+                                  f'.npy bodies: p99 latency (p50 {p50:.1f} ms)',
+                             ours=round(p99, 2), reference=LATENCY_TARGET_MS,
+                             ratio=round(p99 / LATENCY_TARGET_MS, 3),
+                             unit='ms (ref: the target, 100 ms; ratio <= 1 '
+                                  'meets it)'))
+        versus(m, 'in-process', 'batching', f'2 x cpu, {clients}, batching: '
+               f'worker threads (--in-process) vs worker processes',
+               'req/s (ref: the same settings with worker processes; higher '
+               'is better)')
         versus(m, 'batching', '1 device', f'{clients}, batching: 2 devices '
                f'(cpu(0), cpu(1)) vs 1 (cpu(0))',
                'req/s (ref: one device, same load; higher is better)')
@@ -384,16 +422,18 @@ for line in sys.stdin:        # seconds to measure for, and the period
 
 class DirectPredictor:
     """A ``Predictor`` of ``prefix`` on ``cpu(0)`` in a child process, run
-    as a worker runs it; :meth:`p50` times direct calls on the example ``x``
-    (a batch of one)."""
+    as a worker runs it (``one_blas_thread``, as a worker process has), or
+    as an in-process worker does (the server's own environment);
+    :meth:`p50` times direct calls on the example ``x`` (a batch of one)."""
 
-    def __init__(self, prefix, x, directory, timeout=120.0):
+    def __init__(self, prefix, x, directory, timeout=120.0, one_blas_thread=True):
         example = os.path.join(directory, 'direct-example.npy')
         np.save(example, x)
         path = [ROOT] + ([os.environ['PYTHONPATH']] if os.environ.get('PYTHONPATH')
                          else [])
-        env = dict(os.environ, OPENBLAS_NUM_THREADS='1',
-                   PYTHONPATH=os.pathsep.join(path))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+        if one_blas_thread:
+            env['OPENBLAS_NUM_THREADS'] = '1'
         self.proc = subprocess.Popen([sys.executable, '-c', DIRECT, prefix, example],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, env=env, start_new_session=True)
@@ -445,25 +485,38 @@ def sequential(url, path, body, ctype, seconds):
 def low_load(servers, models, repeats, seconds, directory, log=print):
     """One client, sequential requests, vs direct calls, by turns:
     ``{(model, server): (http p50, direct p50 back to back, direct p50 at
-    the pace of the batch-1 server's requests)}``, in ms."""
+    the pace of the requests of its batch-1 server)}``, in ms (the batch-1
+    server of the in-process servers is ``in-process batch 1``, and their
+    direct calls run in the server's environment, BLAS threads and all)."""
+    def pacer(n):
+        key = 'in-process batch 1' if n.startswith('in-process') else 'batch 1'
+        return key if key in servers else next(iter(servers))
     out = {}
     for m, (prefix, x) in models.items():
-        direct_call = DirectPredictor(prefix, x, directory)
+        # (the direct calls of the in-process rows: in the server's environment)
+        calls = {key: None for key in map(pacer, servers)}
         try:
+            for key in calls:
+                calls[key] = DirectPredictor(prefix, x, directory,
+                                             one_blas_thread=key == 'batch 1')
             body, ctype = bodies(x)['npy']
-            http, direct, paced = {n: [] for n in servers}, [], []
+            http = {n: [] for n in servers}
+            direct, paced = {k: [] for k in calls}, {k: [] for k in calls}
             for _ in range(repeats[m]):
                 for n, s in servers.items():
                     http[n].append(sequential(s.url, f'/predictions/{m}', body,
                                               ctype, seconds[m]))
-                direct.append(direct_call.p50(seconds[m] / 2) * 1e3)
-                pace = (http['batch 1'] if 'batch 1' in http else
-                        next(iter(http.values())))[-1]
-                paced.append(direct_call.p50(seconds[m] / 2, pace / 1e3) * 1e3)
+                for key, call in calls.items():
+                    direct[key].append(call.p50(seconds[m] / 2) * 1e3)
+                    paced[key].append(call.p50(seconds[m] / 2,
+                                               http[key][-1] / 1e3) * 1e3)
         finally:
-            direct_call.close()
+            for call in calls.values():
+                if call is not None:
+                    call.close()
         for n in servers:
-            out[(m, n)] = (_median(http[n]), _median(direct), _median(paced))
+            out[(m, n)] = (_median(http[n]), _median(direct[pacer(n)]),
+                           _median(paced[pacer(n)]))
             log(f'   low load: {m:8s} {n:9s} HTTP p50 {out[(m, n)][0]:.2f} ms, '
                 f'direct p50 {out[(m, n)][1]:.2f} ms back to back, '
                 f'{out[(m, n)][2]:.2f} ms at the same pace')
@@ -475,9 +528,11 @@ def low_rows(found):
     for (m, n), (http, direct, paced) in found.items():
         why = {'batch 1': 'the server alone',
                'batching': 'no wait for a batch: the only connection waits',
-               'wait out': 'includes the wait of 5 ms for a batch'}.get(n, n)
+               'wait out': 'includes the wait of 5 ms for a batch',
+               'in-process batch 1': 'the server alone, worker threads',
+               'in-process': 'worker threads, no wait for a batch'}.get(n, n)
         for base, how in ((paced, 'called at the same pace, one call every '
-                                  'batch-1 HTTP p50: the target'),
+                                  'HTTP p50 of its batch-1 server: the target'),
                           (direct, 'called back to back')):
             added = http - base
             rows.append(dict(
@@ -509,7 +564,8 @@ def run(models=('lenet', 'resnet18'), repeats=None, seconds=None, warmup=None,
             rows = closed_rows(results, found)
             rows += open_rows(running['batching'], found, results, fractions,
                               seconds, warmup, log)
-            quiet = {n: running[n] for n in ('batch 1', 'batching', 'wait out')
+            quiet = {n: running[n] for n in ('batch 1', 'batching', 'wait out',
+                                             'in-process batch 1', 'in-process')
                      if n in running}
             rows += low_rows(low_load(quiet, found, repeats, low_load_s, tmp, log))
         finally:

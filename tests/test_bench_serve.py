@@ -42,16 +42,23 @@ def test_run_rows_have_the_runner_columns():
                            low_load_s={'lenet': 0.2}, log=lambda *a: None)
     assert _children() <= before                  # servers and workers gone
     names = [r['name'] for r in rows]
-    for part in ['vs --max-batch-size 1', '.npy bodies: predictions vs POST /echo',
-                 '.npy bodies: p99 latency', 'JSON bodies: predictions vs POST /echo',
-                 '2 devices (cpu(0), cpu(1)) vs 1', 'open loop at',
-                 'vs --wait-out-delay', 'batch 1 server: added latency',
-                 'batching server: added latency', 'wait out server: added latency']:
-        # (added latency: over direct calls at the requests' pace, and back to back)
-        want = 2 if 'added latency' in part else 1
+    # (each server's added latency: over direct calls at the requests' pace,
+    # and back to back; 'in-process' rows: the servers with worker threads)
+    for part, want in [('vs --max-batch-size 1', 2),
+                       ('.npy bodies: predictions vs POST /echo', 2),
+                       ('.npy bodies: p99 latency', 2),
+                       ('JSON bodies: predictions vs POST /echo', 1),
+                       ('2 devices (cpu(0), cpu(1)) vs 1', 1), ('open loop at', 1),
+                       ('vs --wait-out-delay', 1),
+                       ('worker threads (--in-process) vs worker processes', 1),
+                       (' batch 1 server: added latency', 4),
+                       ('in-process batch 1 server: added latency', 2),
+                       (' batching server: added latency', 2),
+                       ('in-process server: added latency', 2),
+                       ('wait out server: added latency', 2)]:
         assert sum(part in n for n in names) == want, part
-    assert sum('at the same pace' in n for n in names) == 3
-    assert len(rows) == 14
+    assert sum('at the same pace' in n for n in names) == 5
+    assert len(rows) == 22
     for r in rows:
         assert r['bench'] == 'serve' and r['name'].startswith('LeNet')
         assert np.isfinite(r['ours']), r

@@ -724,3 +724,94 @@ def test_metrics_render_counters_gauges_histograms():
         {1.0: 1, 4.0: 3, 16.0: 3, float('inf'): 4}, 4)
     assert samples[('d2lmini_serve_sizes_sum', (('model', 'a\\"b\\\\c\\nd'),))] == 106.5
 
+
+
+# ----------------------------------------------------------------- in-process workers
+def serve_threads():
+    import threading
+    return [t for t in threading.enumerate() if t.name.startswith('serve-')]
+
+
+def test_in_process_workers_answer_as_mxnet_and_leave_no_thread(lenet):
+    """--in-process: the workers are threads of the server's process, one
+    per device, and answer as the worker processes do."""
+    before = serve_threads()
+    s = ModelServer([FIXTURE, lenet.signed], devices=['cpu(0)', 'cpu(1)'],
+                    max_batch_size=8, max_batch_delay_ms=20,
+                    in_process=True).start()
+    try:
+        desc = describe(s.url, 'mx191_lenet')
+        assert [(w['device'], w['pid'], w['inProcess'], w['status'])
+                for w in desc['workers']] == [
+            ('cpu(0)', os.getpid(), True, 'READY'), ('cpu(1)', os.getpid(), True, 'READY')]
+        assert len(serve_threads()) == len(before) + 2
+        np.testing.assert_allclose(outputs(post(s.url, 'mx191_lenet', REF['x'])),
+                                   REF['y'], **TOL)
+        x = np.random.RandomState(2).rand(24, 1, 28, 28).astype(np.float32)
+        with concurrent.futures.ThreadPoolExecutor(24) as ex:
+            answers = list(ex.map(lambda i: outputs(post(s.url, 'lenet', x[i])),
+                                  range(24)))
+        np.testing.assert_allclose(np.stack(answers), lenet.forward(x), **TOL)
+        batches = histogram(prometheus.parse(call(s.url, '/metrics')[2].decode()),
+                            'batch_size', model='lenet')[1]
+        assert batches < 24                      # some requests went together
+    finally:
+        s.close()
+    assert serve_threads() == before
+
+
+def test_an_in_process_forward_pass_that_raises_is_500_and_serving_goes_on(
+        lenet, monkeypatch):
+    calls = []
+    real = model.Predictor.__call__
+
+    def flaky(self, batch):
+        calls.append(len(batch))
+        if len(calls) == 1:
+            raise FloatingPointError('a kernel failed')
+        return real(self, batch)
+    monkeypatch.setattr(model.Predictor, '__call__', flaky)
+    s = ModelServer([lenet.signed], max_batch_size=1, in_process=True).start()
+    try:
+        err = error(post(s.url, 'lenet', REF['x'][0]), 500)
+        assert 'FloatingPointError: a kernel failed' in err['message']
+        np.testing.assert_allclose(outputs(post(s.url, 'lenet', REF['x'][1])),
+                                   lenet.forward(REF['x'][1:2])[0], **TOL)
+        (w,) = describe(s.url, 'lenet')['workers']
+        assert w['status'] == 'READY' and w['batches'] == 2
+    finally:
+        s.close()
+
+
+def test_a_model_an_in_process_worker_cannot_load_stops_the_start(lenet, monkeypatch):
+    def broken(self, files, ctx):
+        raise MemoryError('no room on the device')
+    monkeypatch.setattr(model.Predictor, '__init__', broken)
+    s = ModelServer([lenet.signed], in_process=True, start_timeout=WAIT)
+    t = time.monotonic()
+    with pytest.raises(RuntimeError, match='did not start: could not load lenet: '
+                                           'MemoryError: no room on the device'):
+        s.start()
+    assert time.monotonic() - t < WAIT / 2      # told at once, not timed out
+    s.close()
+    assert serve_threads() == []
+
+
+def test_in_process_workers_are_refused_with_other_hosts(lenet):
+    with pytest.raises(ValueError, match='in-process workers run on this machine'):
+        ModelServer([lenet.signed], in_process=True, hosts=[('nodeA', 22)],
+                    worker_host='10.0.0.1')
+
+
+def test_the_command_line_in_process_starts_no_worker_process(lenet):
+    before = set(serve_children())
+    s = Served(lambda: ServerProcess(lenet.signed, '--in-process', '--devices',
+                                     'cpu(0),cpu(1)'))
+    try:
+        server_pids = set(serve_children()) - before
+        assert len(server_pids) == 1 and s.pids == sorted(server_pids) * 2
+        x = REF['x'][:3]
+        np.testing.assert_allclose(outputs(post(s.url, 'lenet', x)),
+                                   lenet.forward(x), **TOL)
+    finally:
+        s.close()

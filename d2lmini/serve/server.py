@@ -41,7 +41,8 @@ __all__ = ['ModelServer', 'main']
 class ModelServer:
     """Serve ``models`` (prefixes of exported models, or ``ModelFiles``).
 
-    ``devices``: where the local workers run (``workers_per_device`` each);
+    ``devices``: where the local workers run (``workers_per_device`` each),
+    processes of their own, or threads of this one with ``in_process``;
     ``hosts``: ``[(host, ssh_port)]`` on which to start workers over ssh
     (each for every device), which connect back to ``worker_host``;
     ``expect_workers``: how many workers :meth:`start` waits for (the
@@ -53,7 +54,8 @@ class ModelServer:
                  port=0, max_batch_size=32, max_batch_delay_ms=5.0,
                  queue_size=100, timeout_s=10.0, max_body=16 << 20,
                  worker_host=None, worker_port=0, hosts=(), expect_workers=None,
-                 dead_after=1.0, start_timeout=60.0, wait_out_delay=False):
+                 dead_after=1.0, start_timeout=60.0, wait_out_delay=False,
+                 in_process=False):
         if isinstance(models, (str, os.PathLike, model_mod.ModelFiles)):
             models = [models]
         names = list(names or [])
@@ -67,6 +69,10 @@ class ModelServer:
             self.models[m.name] = m
         self.devices = [str(d) for d in devices if str(d) != 'none']
         self.workers_per_device = int(workers_per_device)
+        self.in_process = bool(in_process)
+        if self.in_process and hosts:
+            raise ValueError('in-process workers run on this machine only: '
+                             'not with workers on other hosts (-H)')
         self.hosts = list(hosts)
         self.host, self.port = host, int(port)
         self.max_batch_size, self.max_delay = int(max_batch_size), max_batch_delay_ms / 1e3
@@ -104,7 +110,7 @@ class ModelServer:
         else:
             for d in self.devices:
                 for _ in range(self.workers_per_device):
-                    self.pool.spawn(d)
+                    (self.pool.add_thread if self.in_process else self.pool.spawn)(d)
         await self.pool.wait_ready(self.expect, self.start_timeout)
         self.batchers = {n: Batcher(n, self.pool, self.max_batch_size, self.max_delay,
                                     self.queue_size, self._batch_done(n),
@@ -274,6 +280,9 @@ def _parser():
                         "no worker here (they connect from elsewhere: "
                         "--expect-workers)")
     p.add_argument('--workers-per-device', type=int, default=1)
+    p.add_argument('--in-process', action='store_true',
+                   help='run the local workers as threads of the front end '
+                        '(faster for small models; a worker cannot be killed alone)')
     p.add_argument('--host', default='127.0.0.1', help='HTTP address to bind')
     p.add_argument('--port', type=int, default=8080, help='HTTP port (0: a free one)')
     p.add_argument('--max-batch-size', type=int, default=32)
@@ -323,10 +332,17 @@ def main(argv=None):
             queue_size=a.queue_size,
             timeout_s=a.timeout_s, max_body=int(a.max_body_mb * (1 << 20)),
             worker_host=a.host_ip, worker_port=a.worker_port, hosts=hosts,
-            expect_workers=a.expect_workers, start_timeout=a.start_timeout)
+            expect_workers=a.expect_workers, start_timeout=a.start_timeout,
+            in_process=a.in_process)
     except (model_mod.ModelError, ValueError, OSError) as e:
         print(f'python -m d2lmini.serve: {e}', file=sys.stderr)
         return 2
+
+    if a.in_process and not os.environ.get('D2LMINI_ENGINE'):
+        # As in a worker process: each worker thread runs its batch's
+        # operations itself (this process computes nothing else).
+        from ..engine import stream
+        stream.set_engine('naive')
 
     async def run():
         stop = asyncio.Event()

@@ -16,7 +16,15 @@ the wrong length).  Its in-flight batch then fails with
 more on another worker; it leaves :meth:`describe` (``GET /models``), and
 is listed in ``lost`` (the latest 100) and counted in ``lost_count``.
 
-Everything runs on the front end's asyncio loop (the same one tornado
+A worker may also be a thread of the front end's own process
+(:class:`ThreadWorker`, ``--in-process``), as a Triton model instance is:
+the same states and answers, with a queue instead of ZeroMQ.  It saves
+the two trips through ZeroMQ and the checks of each message (about 1 ms a
+batch, chapter 15), and pays with the GIL, which its forward pass shares
+with the HTTP front end, and with no isolation: it cannot be killed
+alone, and a crash of the process ends it.
+
+Everything else runs on the front end's asyncio loop (the same one tornado
 serves HTTP on): no locks, and a worker's state changes only between two
 ``await``\\ s.
 """
@@ -25,9 +33,11 @@ import collections
 import itertools
 import logging
 import os
+import queue
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -48,7 +58,7 @@ def secret():
     s = os.environ.get('D2LMINI_PS_SECRET')
     return s.encode() if s else None
 
-__all__ = ['WorkerPool', 'WorkerLost', 'WorkerError', 'NoWorkers']
+__all__ = ['WorkerPool', 'ThreadWorker', 'WorkerLost', 'WorkerError', 'NoWorkers']
 
 
 class WorkerLost(RuntimeError):
@@ -86,6 +96,51 @@ class Worker:
                 'gpu': self.device.startswith('gpu')}
 
 
+class ThreadWorker(Worker):
+    """A worker that is a thread of the front end's process: it loads the
+    models itself (from the pool's files, no copy over the wire) and runs
+    one batch at a time from its queue, answering on the loop."""
+
+    def __init__(self, pool, name, device):
+        super().__init__(None, name, device, socket.gethostname(), os.getpid(), None)
+        self.pool, self.loop = pool, asyncio.get_running_loop()
+        self.jobs = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name=f'serve-{name}',
+                                       daemon=True)
+        self.thread.start()
+
+    def describe(self):
+        return dict(super().describe(), inProcess=True)
+
+    def _answer(self, *args):
+        try:
+            self.loop.call_soon_threadsafe(self.pool._answer, self, *args)
+        except RuntimeError:             # the loop closed: nobody to answer
+            pass
+
+    def _serve(self):
+        from ..context import _from_env
+        from .model import Predictor
+        ctx = _from_env(self.device)
+        predictors = {}
+        for files in self.pool.models.values():
+            try:
+                predictors[files.name] = Predictor(files, ctx)
+                self._answer('loaded', files.name, None)
+            except Exception as e:                     # noqa: BLE001 -- told back
+                self._answer('failed', files.name, f'{type(e).__name__}: {e}')
+                return
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            bid, model, x = job
+            try:
+                self._answer('result', bid, predictors[model](x))
+            except Exception as e:                     # noqa: BLE001 -- told back
+                self._answer('error', bid, f'{type(e).__name__}: {e}')
+
+
 class WorkerPool:
     """Workers for ``models`` (name -> :class:`~d2lmini.serve.model.ModelFiles`).
 
@@ -115,6 +170,7 @@ class WorkerPool:
         self._chan = wire.Channel(secret, name=FRONTEND)
         self._procs = []
         self._spawned = {}                # name given -> Popen, until its hello
+        self._threads = []                # the ThreadWorkers
         self._tasks = []
 
     # ------------------------------------------------------------- starting
@@ -139,6 +195,16 @@ class WorkerPool:
         self._spawned[name] = proc
         return proc
 
+    def add_thread(self, device):
+        """Start a worker on a thread of this process for ``device``
+        (:class:`ThreadWorker`); call on the loop."""
+        w = ThreadWorker(self, f'{socket.gethostname()}-thread-{len(self._threads)}',
+                         device)
+        self._threads.append(w)
+        self.workers[w.name] = w
+        self.on_change()
+        return w
+
     async def wait_ready(self, count, timeout=60.0):
         """Wait until ``count`` workers are ready; raise ``TimeoutError``
         (naming what is missing) after ``timeout`` seconds."""
@@ -148,6 +214,11 @@ class WorkerPool:
             if exited and len(self._procs) - len(exited) + self.ready_count() < count:
                 raise RuntimeError(f'a worker process exited with status '
                                    f'{exited[0].returncode} before it was ready')
+            dead = [w.name for w in self._threads if w.state == 'dead']
+            if dead and len(self._threads) - len(dead) < count:
+                why = next(x['reason'] for x in self.lost if x['id'] == dead[0])
+                raise RuntimeError(f'worker {dead[0]} (a thread of this process) '
+                                   f'did not start: {why}')
             if time.monotonic() > deadline:
                 loopback = self.address.startswith(('tcp://127.', 'tcp://localhost'))
                 hint = ('; a loopback address takes workers on this machine '
@@ -190,7 +261,10 @@ class WorkerPool:
         bid = next(self._ids)
         fut = asyncio.get_running_loop().create_future()
         worker.batch = (bid, fut, len(x))
-        self._send(worker, 'batch', [x], id=bid, model=model)
+        if isinstance(worker, ThreadWorker):
+            worker.jobs.put((bid, model, x))
+        else:
+            self._send(worker, 'batch', [x], id=bid, model=model)
         return await fut
 
     # ------------------------------------------------------------- messages
@@ -268,18 +342,31 @@ class WorkerPool:
                         'connection', op, name)
             return
         w.seen = time.monotonic()
+        if op in ('loaded', 'failed'):
+            self._answer(w, op, h.get('model'), h.get('message'))
+        elif op == 'result':
+            self._answer(w, op, h.get('id'), arrays)
+        elif op == 'error':
+            self._answer(w, op, h.get('id'), h.get('message'))
+
+    def _answer(self, w, op, about, what):
+        """What worker ``w`` said: ``loaded``/``failed`` a model (``about``;
+        ``what``: why it failed), or the ``result`` (``what``: the
+        outputs) or ``error`` (``what``: the message) of batch ``about``."""
+        if w.state == 'dead':
+            return
         if op == 'loaded':
-            w.loaded.add(h.get('model'))
+            w.loaded.add(about)
             if w.state == 'loading' and set(self.models) <= w.loaded:
                 w.state = 'ready'
                 self._freed.set()
                 self.on_change()
         elif op == 'failed':
-            self._lose(w, f'could not load {h.get("model")}: {h.get("message")}')
-            self._send(w, 'stop')
+            self._lose(w, f'could not load {about}: {what}')
+            self._stop(w)
         elif op in ('result', 'error'):
-            if w.batch is None or w.batch[0] != h.get('id'):
-                self._lose(w, f'answered batch {h.get("id")}, which it was not running')
+            if w.batch is None or w.batch[0] != about:
+                self._lose(w, f'answered batch {about}, which it was not running')
                 return
             _, fut, n = w.batch
             w.batch = None
@@ -287,12 +374,18 @@ class WorkerPool:
             if fut.done():
                 return
             if op == 'error':
-                fut.set_exception(WorkerError(h.get('message') or 'error'))
-            elif not arrays or any(a.ndim == 0 or len(a) != n for a in arrays):
+                fut.set_exception(WorkerError(what or 'error'))
+            elif not what or any(a.ndim == 0 or len(a) != n for a in what):
                 self._lose(w, f'answered a batch of {n} with outputs of shapes '
-                              f'{[a.shape for a in arrays]}', fut)
+                              f'{[a.shape for a in what]}', fut)
             else:
-                fut.set_result(arrays)
+                fut.set_result(what)
+
+    def _stop(self, w):
+        if isinstance(w, ThreadWorker):
+            w.jobs.put(None)
+        else:
+            self._send(w, 'stop')
 
     async def _watch(self):
         """Heartbeats out, and the dead found: every 0.1 s."""
@@ -302,7 +395,10 @@ class WorkerPool:
             now = time.monotonic()
             beat += 1
             for w in list(self.workers.values()):
-                if w.proc is not None and w.proc.poll() is not None:
+                if isinstance(w, ThreadWorker):
+                    if not w.thread.is_alive():
+                        self._lose(w, 'its thread ended')
+                elif w.proc is not None and w.proc.poll() is not None:
                     self._lose(w, f'its process exited with status {w.proc.returncode}')
                 elif now - w.seen > self.dead_after:
                     self._lose(w, f'no heartbeat for {now - w.seen:.1f} s')
@@ -336,9 +432,15 @@ class WorkerPool:
         for t in self._tasks:        # (a worker stopping now is not lost)
             t.cancel()
         for w in list(self.workers.values()):
-            self._send(w, 'stop')
+            if not isinstance(w, ThreadWorker):
+                self._send(w, 'stop')
+        for w in self._threads:
+            w.jobs.put(None)             # (a lost one too: its thread may run)
         await asyncio.sleep(0)
         deadline = time.monotonic() + grace
+        while any(w.thread.is_alive() for w in self._threads) and \
+                time.monotonic() < deadline:
+            await asyncio.sleep(0.02)    # (a batch running: it ends soon)
         while any(p.poll() is None for p in self._procs) and \
                 time.monotonic() < deadline:
             await asyncio.sleep(0.02)
