@@ -307,6 +307,14 @@ def closed_rows(results, models):
             rows.append(dict(name=f'{LABEL[m]}, {name}', ours=ours, reference=ref,
                              ratio=ratio, unit=unit))
 
+    def p99_row(m, what, name):
+        p50 = _median([r['p50_ms'] for r in results[(m, what)]])
+        p99 = _median([r['p99_ms'] for r in results[(m, what)]])
+        rows.append(dict(name=f'{LABEL[m]}, {name}: p99 latency (p50 {p50:.1f} ms)',
+                         ours=round(p99, 2), reference=LATENCY_TARGET_MS,
+                         ratio=round(p99 / LATENCY_TARGET_MS, 3),
+                         unit='ms (ref: the target, 100 ms; ratio <= 1 meets it)'))
+
     for m in models:
         versus(m, 'batching', 'batch 1', f'2 x cpu, {clients}: dynamic batching '
                f'(max 32, 5 ms) vs --max-batch-size 1',
@@ -321,14 +329,7 @@ def closed_rows(results, models):
                    f'predictions vs POST /echo',
                    f'req/s (ref: the same server echoing the same body, the '
                    f'HTTP ceiling{target})')
-            p50 = _median([r['p50_ms'] for r in results[(m, what)]])
-            p99 = _median([r['p99_ms'] for r in results[(m, what)]])
-            rows.append(dict(name=f'{LABEL[m]}, 2 x cpu, {clients}, {kind} bodies: '
-                                  f'p99 latency (p50 {p50:.1f} ms)',
-                             ours=round(p99, 2), reference=LATENCY_TARGET_MS,
-                             ratio=round(p99 / LATENCY_TARGET_MS, 3),
-                             unit='ms (ref: the target, 100 ms; ratio <= 1 '
-                                  'meets it)'))
+            p99_row(m, what, f'2 x cpu, {clients}, {kind} bodies')
         versus(m, 'in-process', 'in-process batch 1', f'2 x cpu in-process, '
                f'{clients}: dynamic batching (max 32, 5 ms) vs --max-batch-size 1',
                'req/s (ref: --max-batch-size 1 --in-process, same load; target '
@@ -339,14 +340,7 @@ def closed_rows(results, models):
             versus(m, 'in-process', 'echo in-process', f'2 x cpu in-process, '
                    f'{clients}, .npy bodies: predictions vs POST /echo',
                    f'req/s (ref: the same server echoing the same body{target})')
-            p50 = _median([r['p50_ms'] for r in results[(m, 'in-process')]])
-            p99 = _median([r['p99_ms'] for r in results[(m, 'in-process')]])
-            rows.append(dict(name=f'{LABEL[m]}, 2 x cpu in-process, {clients}, '
-                                  f'.npy bodies: p99 latency (p50 {p50:.1f} ms)',
-                             ours=round(p99, 2), reference=LATENCY_TARGET_MS,
-                             ratio=round(p99 / LATENCY_TARGET_MS, 3),
-                             unit='ms (ref: the target, 100 ms; ratio <= 1 '
-                                  'meets it)'))
+            p99_row(m, 'in-process', f'2 x cpu in-process, {clients}, .npy bodies')
         versus(m, 'in-process', 'batching', f'2 x cpu, {clients}, batching: '
                f'worker threads (--in-process) vs worker processes',
                'req/s (ref: the same settings with worker processes; higher '

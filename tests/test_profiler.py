@@ -316,12 +316,7 @@ def test_memory_counts_host_copies_not_shared_buffers(tmp_path):
 def test_memory_section_matches_mxnet(tmp_path):
     """The workload's Device Storage row and section, laid out as MXNet's
     (the values differ: MXNet also counts its operators' temp space)."""
-    start(tmp_path, profile_all=True, aggregate_stats=True)
-    workload(mx, profiler)
-    profiler.set_state('stop')
-    ours = profiler.dumps().split('\n')
-    with open(os.path.join(FIXTURES, 'mxnet_table.txt')) as f:
-        ref = f.read().split('\n')
+    ours, ref = tables(tmp_path)
     i, j = ours.index('Device Storage'), ref.index('Device Storage')
     assert ours[i:i + 4] == ref[j:j + 4]                 # title, rule, header, dashes
     ctx = mx.current_context()
@@ -356,13 +351,17 @@ def test_names_counts_and_counter_match_mxnet(tmp_path):
     assert sorted(ours) == sorted(set(ref) - {'MXNET_C_API'})
 
 
-def test_table_layout_matches_mxnet(tmp_path):
+def tables(tmp_path):
+    """The lines of our dumps() of the workload, and of MXNet 1.9.1's."""
     start(tmp_path, profile_all=True, aggregate_stats=True)
     workload(mx, profiler)
     profiler.set_state('stop')
-    ours = profiler.dumps().split('\n')
     with open(os.path.join(FIXTURES, 'mxnet_table.txt')) as f:
-        ref = f.read().split('\n')
+        return profiler.dumps().split('\n'), f.read().split('\n')
+
+
+def test_table_layout_matches_mxnet(tmp_path):
+    ours, ref = tables(tmp_path)
 
     def section(lines, name):
         i = lines.index(name)
