@@ -230,12 +230,14 @@ class ModelServer:
                 loop.run_until_complete(self.serve())
             except BaseException as e:              # noqa: BLE001 -- re-raised
                 failed.append(e)
-                ready.set()
+                # Clean up before start() returns: a close() called then
+                # would stop the loop mid-cleanup and leave ZeroMQ open.
                 try:
                     loop.run_until_complete(self.pool.close())
                 except Exception:                   # noqa: BLE001
                     pass
                 loop.close()
+                ready.set()
                 return
             ready.set()
             loop.run_forever()
