@@ -10,12 +10,15 @@ CuPy stand-in of ``cupy_standin.py``, so every GPU code path runs in CI.
 """
 import os
 import pathlib
+import threading
+import uuid
 
 import numpy as np
 import pytest
 
 import d2lmini as mx
-from d2lmini import context
+from d2lmini import context, nd
+from d2lmini.ndarray.registry import OPS, Op
 
 HAS_GPU = mx.num_gpus() > 0
 STANDIN = mx.backend._CUPY_MODULE == 'cupy_standin'   # GPUs on the stand-in
@@ -124,3 +127,39 @@ def alive(pid):
             return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
     except (OSError, IndexError):
         return False
+
+
+# --- a gate: an op that holds its device's worker ---------------------------------
+class _Gate(Op):
+    """Copies its input once ``gate`` (a threading.Event) is set."""
+    differentiable = False
+
+    def infer(self, shapes, dtypes, **attrs):
+        return shapes[0], dtypes[0]
+
+    def forward(self, a, gate):
+        if not gate.wait(timeout=60):        # a broken test fails, not hangs
+            raise TimeoutError('gate never opened')
+        return a.copy()
+
+
+@pytest.fixture
+def gate_op():
+    """``(gated, gate)``: ``gated(x)`` pushes a copy of ``x`` that holds
+    its device's worker until ``gate.set()`` (``gated.op_name``: the op's
+    registered name).  Opened, waited for and unregistered at the end."""
+    op = _Gate()
+    op.name = f'_test_gate_{uuid.uuid4().hex[:8]}'
+    OPS[op.name] = op
+    gate = threading.Event()
+
+    def gated(x):
+        return nd.invoke(op, (x,), {'gate': gate})
+    gated.op_name = op.name
+    try:
+        yield gated, gate
+    finally:
+        gate.set()
+        nd.waitall()
+        del OPS[op.name]
+

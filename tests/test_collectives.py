@@ -257,32 +257,6 @@ def test_auto_picks_by_size_and_count():
 
 
 # --- ordering: the engine, not the caller, waits ------------------------------------
-class _Gate(Op):
-    differentiable = False
-
-    def infer(self, shapes, dtypes, **attrs):
-        return shapes[0], dtypes[0]
-
-    def forward(self, a, gate):
-        if not gate.wait(timeout=60):        # a broken test fails, not hangs
-            raise TimeoutError('gate never opened')
-        return a.copy()
-
-
-@pytest.fixture
-def gate_op():
-    op = _Gate()
-    op.name = f'_test_gate_{uuid.uuid4().hex[:8]}'
-    OPS[op.name] = op
-    ev = threading.Event()
-    try:
-        yield lambda x: nd.invoke(op, (x,), {'gate': ev}), ev
-    finally:
-        ev.set()
-        nd.waitall()
-        del OPS[op.name]
-
-
 @pytest.fixture
 def threaded():
     with engine.engine_mode('threaded'):

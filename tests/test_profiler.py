@@ -12,14 +12,11 @@ import os
 import re
 import subprocess
 import sys
-import threading
-import uuid
 
 import pytest
 
 import d2lmini as mx
 from d2lmini import engine, nd, profiler
-from d2lmini.ndarray.registry import OPS, Op
 from d2lmini.profiler.core import MXNET_NAMES
 
 from conftest import HAS_GPU, STANDIN, child_pythonpath
@@ -95,37 +92,15 @@ def test_only_ops_pushed_while_running_and_not_paused(kind, tmp_path):
         assert e['cat'] == 'operator' and e['dur'] >= 0 and e['ts'] >= 0
 
 
-class _GateOp(Op):
-    """Holds the worker until ``gate`` (a threading.Event) is set."""
-    differentiable = False
-
-    def infer(self, shapes, dtypes, **attrs):
-        return shapes[0], dtypes[0]
-
-    def forward(self, a, gate):
-        if not gate.wait(timeout=30):        # a broken test fails, not hangs
-            raise TimeoutError('gate never opened')
-        return a.copy()
-
-
-@pytest.fixture
-def gate_op():
-    op = _GateOp()
-    op.name = f'_test_gate_{uuid.uuid4().hex[:8]}'
-    OPS[op.name] = op
-    yield op
-    del OPS[op.name]
-
-
 def test_an_op_belongs_to_the_profile_when_pushed_not_when_run(gate_op, tmp_path):
     """As in MXNet: pause() leaves out what is pushed after it, but keeps
     what was pushed before, even if it runs later; stop waits for it."""
-    gate = threading.Event()
+    gated, gate = gate_op
     x = nd.ones((3,), ctx=mx.cpu(0))
     try:
         with engine.engine_mode('threaded'):
             start(tmp_path, aggregate_stats=True)
-            held = nd.invoke(gate_op, (x,), {'gate': gate})
+            held = gated(x)
             y = nd.sqrt(held)                       # pushed, cannot run yet
             profiler.pause()
             nd.exp(y)                               # pushed while paused
@@ -136,7 +111,7 @@ def test_an_op_belongs_to_the_profile_when_pushed_not_when_run(gate_op, tmp_path
     finally:
         gate.set()
     counts = {k: v['Count'] for k, v in stats()['operator'].items()}
-    assert counts == {gate_op.name: 1, 'sqrt': 1}
+    assert counts == {gated.op_name: 1, 'sqrt': 1}
 
 
 def test_counts_equal_the_ops_run(tmp_path):
@@ -251,13 +226,13 @@ def test_memory_counts_the_buffers_ops_make_and_free(kind, tmp_path):
 def test_memory_is_taken_when_an_op_runs_not_when_pushed(gate_op, tmp_path):
     """The counter shows what the engine has run: ops held in the queue
     behind a gate have allocated nothing yet."""
-    gate = threading.Event()
+    gated, gate = gate_op
     x = nd.ones((1000,), ctx=mx.cpu(0))
     nd.waitall()
     try:
         with engine.engine_mode('threaded'):
             start(tmp_path)
-            held = nd.invoke(gate_op, (x,), {'gate': gate})
+            held = gated(x)
             ys = [held * i for i in range(5)]             # queued behind it
             assert profiler.memory.COUNTERS.in_use() == {}
             gate.set()
