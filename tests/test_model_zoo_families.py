@@ -20,6 +20,7 @@ import gzip
 import hashlib
 import json
 import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -30,6 +31,8 @@ from d2lmini.gluon import nn
 from d2lmini.gluon.model_zoo import model_store, vision
 
 FIXTURES = pathlib.Path(__file__).parent / 'fixtures' / 'model_zoo'
+sys.path.insert(0, str(FIXTURES))
+from reference_draws import reference_input, reference_values  # noqa: E402
 # {model: [prefix, [[saved name, full name, shape], ...] sorted]}
 PARAMS = json.loads(gzip.decompress((FIXTURES / 'param_shapes.json.gz').read_bytes()))
 REFERENCE = {'mobilenet0.25': 64, 'mobilenetv2_0.25': 64, 'squeezenet1.1': 224,
@@ -41,27 +44,6 @@ RTOL = 2e-5
 
 def input_size(name):
     return 299 if name == 'inceptionv3' else 224
-
-
-def reference_values(named_shapes):
-    """make_mx191_families.py's: arrays for ``[(saved name, shape), ...]``
-    drawn in sorted order from ``RandomState(0)``."""
-    rng = np.random.RandomState(0)
-    out = {}
-    for name, shape in sorted(named_shapes):
-        if name.endswith(('gamma', 'running_var')):
-            a = rng.uniform(0.5, 1.5, shape)
-        elif name.endswith(('beta', 'running_mean', 'bias')):
-            a = rng.uniform(-0.2, 0.2, shape)
-        else:
-            a = rng.normal(0, np.sqrt(2 / np.prod(shape[1:])), shape)
-        out[name] = a.astype(np.float32)
-    return out
-
-
-def reference_input(size):
-    shape = (2 if size <= 64 else 1, 3, size, size)
-    return np.random.RandomState(1).uniform(-1, 1, shape).astype(np.float32)
 
 
 def traced_shapes(net, data_shape):
