@@ -332,6 +332,56 @@ def test_a_killed_scheduler_is_noticed():
     assert server.rc == 1 and 'scheduler' in server.err, dist_job.report(procs)
 
 
+_LAST_WORDS = """
+import sys, zmq
+from d2lmini.kvstore import dist
+from d2lmini.kvstore.dist import scheduler
+
+class Last:                          # a scheduler whose last act is a send
+    def __init__(self, cfg, ctx=None):
+        self.ctx = ctx or zmq.Context.instance()
+    def run(self):
+        s = self.ctx.socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 2000)
+        s.connect(sys.argv[1])
+        s.send(b'stop')
+        s.close()
+        print('sent', flush=True)
+
+scheduler.Scheduler = Last
+dist.run(dist.Config(role='scheduler', root_uri='127.0.0.1', root_port=1,
+                     num_server=1, num_worker=1))
+"""
+
+
+def test_a_role_process_delivers_its_last_message_before_it_exits():
+    """The scheduler's ``stop`` is its last send: the process must not exit
+    with it still queued (a server then waited for it and failed, once in
+    CI).  The receiver listens only after the send, so the message must wait
+    in the sender for its peer; without the flush it died with the process."""
+    import subprocess
+    import zmq
+    port = dist_job.free_port()
+    env = dict(os.environ, PYTHONPATH=dist_job.ROOT)
+    p = subprocess.Popen([sys.executable, '-c', _LAST_WORDS,
+                          f'tcp://127.0.0.1:{port}'], env=env,
+                         stdout=subprocess.PIPE, text=True)
+    sock = zmq.Context.instance().socket(zmq.ROUTER)
+    try:
+        assert p.stdout.readline() == 'sent\n'
+        time.sleep(0.3)                # the sender is at its exit by now
+        sock.bind(f'tcp://127.0.0.1:{port}')
+        assert sock.poll(5000), 'the last message was lost at exit'
+        assert sock.recv_multipart()[-1] == b'stop'
+        assert p.wait(10) == 0
+    finally:
+        sock.close(0)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+
+
 def test_uneven_pushes_fail_instead_of_hanging():
     """Worker 1 stops after 2 rounds; worker 0 wants 5: MXNet would wait
     forever for worker 1's third push; here worker 0 is told why."""

@@ -50,15 +50,23 @@ def run(cfg=None):
         handler.setFormatter(logging.Formatter('%(levelname)s %(message)s'))
         logging.getLogger('d2lmini.kvstore.dist').addHandler(handler)
         logging.getLogger('d2lmini.kvstore.dist').setLevel(logging.INFO)
-    if cfg.role == 'scheduler':
-        from .scheduler import Scheduler
-        Scheduler(cfg).run()
-    elif cfg.role == 'server':
-        from .server import Server
-        Server(cfg).run()
-    else:
+    if cfg.role not in ('scheduler', 'server'):
         raise DistributedError('a worker runs your script; only the scheduler '
                                'and the servers have a loop to run')
+    import zmq
+    from . import wire
+    ctx = zmq.Context()
+    try:
+        if cfg.role == 'scheduler':
+            from .scheduler import Scheduler
+            Scheduler(cfg, ctx).run()
+        else:
+            from .server import Server
+            Server(cfg, ctx).run()
+    finally:
+        # the loop has closed its sockets; their last messages (the
+        # scheduler's stop or dead, a server's answers) leave before we do
+        wire.flush(ctx)
 
 
 def run_role_and_exit():

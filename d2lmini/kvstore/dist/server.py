@@ -203,6 +203,8 @@ class Server:
                         'hb', dest=self.cfg.scheduler_address, node=self.name))
                     last_hb = now
                 if now - last_ack > self.cfg.heartbeat_timeout:
+                    # the heartbeats queued for it are not worth a wait at exit
+                    self.sched.setsockopt(zmq.LINGER, 0)
                     self._fail(f'{self}: the scheduler at '
                                f'{self.cfg.scheduler_address} has not answered '
                                f'for {now - last_ack:.0f} s')

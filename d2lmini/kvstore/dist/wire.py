@@ -47,6 +47,7 @@ import json
 import logging
 import math
 import os
+import threading
 
 import numpy as np
 import zmq
@@ -289,6 +290,22 @@ def send(sock, frames, to=None, track=False):
     """
     return sock.send_multipart(frames if to is None else [to] + frames,
                                copy=False, track=track)
+
+
+def flush(ctx, linger_ms=2000, timeout=5.0):
+    """Terminate ``ctx`` once its sockets have sent what they queued, at most
+    ``timeout`` seconds (a closed socket waits up to its own ``LINGER``, one
+    still open, as after a failed start, up to ``linger_ms``).
+
+    A process that exits without this loses its last messages: Python does
+    not terminate ZeroMQ's context at exit, and the messages queued in its
+    I/O thread die with the process (a scheduler's ``stop`` to a server).
+    """
+    t = threading.Thread(target=ctx.destroy, args=(linger_ms,), daemon=True,
+                         name='zmq-flush')
+    t.start()
+    t.join(timeout)
+    return not t.is_alive()
 
 
 def recv(sock, channel, routed=False):
