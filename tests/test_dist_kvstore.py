@@ -362,7 +362,7 @@ def test_a_role_process_delivers_its_last_message_before_it_exits():
     import subprocess
     import zmq
     port = dist_job.free_port()
-    env = dict(os.environ, PYTHONPATH=dist_job.ROOT)
+    env = dict(os.environ, PYTHONPATH=dist_job.child_pythonpath(dist_job.ROOT))
     p = subprocess.Popen([sys.executable, '-c', _LAST_WORDS,
                           f'tcp://127.0.0.1:{port}'], env=env,
                          stdout=subprocess.PIPE, text=True)
