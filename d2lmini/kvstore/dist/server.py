@@ -203,15 +203,15 @@ class Server:
                         'hb', dest=self.cfg.scheduler_address, node=self.name))
                     last_hb = now
                 if now - last_ack > self.cfg.heartbeat_timeout:
-                    # the heartbeats queued for it are not worth a wait at exit
-                    self.sched.setsockopt(zmq.LINGER, 0)
                     self._fail(f'{self}: the scheduler at '
                                f'{self.cfg.scheduler_address} has not answered '
                                f'for {now - last_ack:.0f} s')
         finally:
             self.trace.close()
-            self.router.close()
-            self.sched.close()
+            self.router.close()               # (its last answers still leave)
+            # the loop ends when the scheduler said stop or dead, or fell
+            # silent: a heartbeat still queued for it is not worth a wait
+            self.sched.close(linger=0)
 
     def _fail(self, message):
         """Answer every waiting push with the error, then raise it."""
