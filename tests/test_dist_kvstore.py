@@ -9,18 +9,20 @@ known stored values.
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
 import numpy as np
 import pytest
+import zmq
 
 import d2lmini as mx
 from d2lmini.kvstore.dist import config, wire
 from d2lmini.kvstore.dist.store import partition
 
 import dist_job
-from conftest import needs_devices
+from conftest import child_pythonpath, needs_devices
 
 sys.path.insert(0, dist_job.SCRIPTS)
 import train_net  # noqa: E402
@@ -359,10 +361,8 @@ def test_a_role_process_delivers_its_last_message_before_it_exits():
     with it still queued (a server then waited for it and failed, once in
     CI).  The receiver listens only after the send, so the message must wait
     in the sender for its peer; without the flush it died with the process."""
-    import subprocess
-    import zmq
     port = dist_job.free_port()
-    env = dict(os.environ, PYTHONPATH=dist_job.child_pythonpath(dist_job.ROOT))
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(dist_job.ROOT))
     p = subprocess.Popen([sys.executable, '-c', _LAST_WORDS,
                           f'tcp://127.0.0.1:{port}'], env=env,
                          stdout=subprocess.PIPE, text=True)
