@@ -6,7 +6,6 @@ op that blocks its device's worker until the test opens it, so no
 assertion depends on how fast anything runs.
 """
 import functools
-import threading
 import uuid
 
 import numpy as np

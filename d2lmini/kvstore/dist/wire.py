@@ -305,7 +305,6 @@ def flush(ctx, linger_ms=2000, timeout=5.0):
                          name='zmq-flush')
     t.start()
     t.join(timeout)
-    return not t.is_alive()
 
 
 def recv(sock, channel, routed=False):
