@@ -162,4 +162,3 @@ def gate_op():
         gate.set()
         nd.waitall()
         del OPS[op.name]
-
