@@ -783,6 +783,53 @@ def test_an_in_process_forward_pass_that_raises_is_500_and_serving_goes_on(
         s.close()
 
 
+@pytest.mark.parametrize('hand_off,delay_ms,on_loop', [
+    (False, 1000, True),      # every connection waits, the model is quick
+    (True, 1000, False),      # --always-hand-off
+    (False, 0, False),        # a batch takes longer than the delay: 0 ms
+])
+def test_the_loop_runs_a_short_batch_itself_when_every_connection_waits(
+        lenet, hand_off, delay_ms, on_loop):
+    """One client on one kept-alive connection: while it waits nobody else
+    can send, and the loop runs each batch itself (all but the first, whose
+    time is not known yet) with the worker thread's copy of the model."""
+    s = ModelServer([lenet.signed], devices=['cpu(0)'], in_process=True,
+                    max_batch_delay_ms=delay_ms, always_hand_off=hand_off).start()
+    try:
+        x = np.random.RandomState(3).rand(5, 1, 28, 28).astype(np.float32)
+        with Client(s.url) as c:
+            got = np.stack([c.predict('lenet', x[i]) for i in range(5)])
+        np.testing.assert_allclose(got, lenet.forward(x), **TOL)
+        (w,) = describe(s.url, 'lenet')['workers']
+        assert w['batches'] == 5
+        assert w['batchesOnLoop'] == (4 if on_loop else 0)
+    finally:
+        s.close()
+
+
+def test_a_batch_that_fails_on_the_loop_is_500_and_serving_goes_on(lenet, monkeypatch):
+    real, calls = model.Predictor.__call__, []
+
+    def flaky(self, batch):
+        calls.append(len(batch))
+        if len(calls) == 2:                      # the first batch on the loop
+            raise FloatingPointError('a kernel failed')
+        return real(self, batch)
+    monkeypatch.setattr(model.Predictor, '__call__', flaky)
+    s = ModelServer([lenet.signed], in_process=True, max_batch_delay_ms=1000).start()
+    try:
+        with Client(s.url) as c:
+            c.predict('lenet', REF['x'][0])
+            with pytest.raises(HTTPError, match='FloatingPointError: a kernel failed'):
+                c.predict('lenet', REF['x'][1])
+            np.testing.assert_allclose(c.predict('lenet', REF['x'][2]),
+                                       lenet.forward(REF['x'][2:3])[0], **TOL)
+        (w,) = describe(s.url, 'lenet')['workers']
+        assert w['status'] == 'READY' and w['batchesOnLoop'] == 1
+    finally:
+        s.close()
+
+
 def test_a_model_an_in_process_worker_cannot_load_stops_the_start(lenet, monkeypatch):
     def broken(self, files, ctx):
         raise MemoryError('no room on the device')
@@ -811,6 +858,9 @@ def test_the_command_line_in_process_starts_no_worker_process(lenet):
     try:
         server_pids = set(serve_children()) - before
         assert len(server_pids) == 1 and s.pids == sorted(server_pids) * 2
+        if 'OPENBLAS_NUM_THREADS' not in os.environ:   # (one per call, as a
+            assert [w['blasThreads'] for w in          # worker process has)
+                    describe(s.url, 'lenet')['workers']] == [1, 1]
         x = REF['x'][:3]
         np.testing.assert_allclose(outputs(post(s.url, 'lenet', x)),
                                    lenet.forward(x), **TOL)

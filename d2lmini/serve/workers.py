@@ -22,7 +22,10 @@ the same states and answers, with a queue instead of ZeroMQ.  It saves
 the two trips through ZeroMQ and the checks of each message (about 1 ms a
 batch, chapter 15), and pays with the GIL, which its forward pass shares
 with the HTTP front end, and with no isolation: it cannot be killed
-alone, and a crash of the process ends it.
+alone, and a crash of the process ends it.  Its copy of the models may
+also run a batch on the loop's own thread (:meth:`WorkerPool.run_here`),
+which saves even the hand-off to the thread and back; the batcher decides
+when (:mod:`.batcher`).
 
 Everything else runs on the front end's asyncio loop (the same one tornado
 serves HTTP on): no locks, and a worker's state changes only between two
@@ -105,12 +108,16 @@ class ThreadWorker(Worker):
         super().__init__(None, name, device, socket.gethostname(), os.getpid(), None)
         self.pool, self.loop = pool, asyncio.get_running_loop()
         self.jobs = queue.SimpleQueue()
+        self.predictors = {}              # model name -> Predictor, once loaded
+        self.on_loop = 0                  # batches run on the loop's thread
         self.thread = threading.Thread(target=self._serve, name=f'serve-{name}',
                                        daemon=True)
         self.thread.start()
 
     def describe(self):
-        return dict(super().describe(), inProcess=True)
+        from ..engine.cores import blas_threads
+        return dict(super().describe(), inProcess=True, batchesOnLoop=self.on_loop,
+                    blasThreads=blas_threads())
 
     def _answer(self, *args):
         try:
@@ -122,7 +129,7 @@ class ThreadWorker(Worker):
         from ..context import _from_env
         from .model import Predictor
         ctx = _from_env(self.device)
-        predictors = {}
+        predictors = self.predictors
         for files in self.pool.models.values():
             try:
                 predictors[files.name] = Predictor(files, ctx)
@@ -266,6 +273,24 @@ class WorkerPool:
         else:
             self._send(worker, 'batch', [x], id=bid, model=model)
         return await fut
+
+    def run_here(self, worker, model, x):
+        """Run the batch ``x`` of ``model`` on this thread (the loop's),
+        with the copy of the model that thread worker ``worker`` (acquired)
+        holds on its device: the outputs, or :class:`WorkerError`.  The loop
+        serves nothing else meanwhile."""
+        if worker.state == 'dead':
+            raise WorkerLost(f'worker {worker.name} on {worker.device} is gone')
+        try:
+            outs = worker.predictors[model](x)
+        except Exception as e:                     # noqa: BLE001 -- told back
+            raise WorkerError(f'{type(e).__name__}: {e}') from None
+        if not outs or any(a.ndim == 0 or len(a) != len(x) for a in outs):
+            raise WorkerError(f'a batch of {len(x)} gave outputs of shapes '
+                              f'{[a.shape for a in outs]}')
+        worker.batches += 1
+        worker.on_loop += 1
+        return outs
 
     # ------------------------------------------------------------- messages
     def _send(self, worker, op, arrays=(), **meta):
