@@ -1,6 +1,6 @@
 """Serving an exported model over HTTP (``d2lmini.serve``): requests/s and latency.
 
-Six servers run side by side, each ``python -m d2lmini.serve`` in a
+Seven servers run side by side, each ``python -m d2lmini.serve`` in a
 process of its own (its workers in theirs), each serving both models:
 
 ============  ==============================================================
@@ -11,9 +11,12 @@ wait out      as ``batching``, with ``--wait-out-delay`` (a batch waits for
               its delay even when every open connection already waits)
 1 device      ``--devices 'cpu(0)' --max-batch-size 32 --max-batch-delay-ms 5``
 in-process    as ``batching``, with ``--in-process`` (the workers are threads
-              of the server's process: no ZeroMQ)
+              of the server's process: no ZeroMQ; when every connection
+              waits, the loop runs a short batch itself)
 in-process    as ``batch 1``, with ``--in-process``
 batch 1
+in-process    as ``in-process``, with ``--always-hand-off`` (every batch
+hand-off      goes to a worker thread)
 ============  ==============================================================
 
 The models: MXNet 1.9.1's LeNet (``tests/fixtures/serve/mx191_lenet``, one
@@ -40,12 +43,12 @@ Rows, per model (``.npy`` bodies; for LeNet also JSON bodies):
   closed-loop rate, latency from when each request was due;
 * **worker threads vs processes**: the ``in-process`` servers' rows, the
   same ones (batching vs batch 1, vs ``/echo`` on the same server, p99,
-  low load), and the batching server with threads against processes;
+  low load), the batching server with threads against processes, and
+  (LeNet) the loop running batches itself against ``--always-hand-off``;
 * **low load**: one client (``client.Client``, a kept-alive connection),
   sequential requests: the p50 of the HTTP round
   trip less the p50 of a direct ``Predictor`` call (in a process started as
-  a worker is: naive engine, one BLAS thread; for the in-process servers,
-  with the server's own BLAS threads) on the same example (target
+  a worker is: naive engine, one BLAS thread) on the same example (target
   <= 2 ms), the direct calls made at the same pace as the requests (one
   every HTTP round trip of the batch-1 server), and, for comparison, back
   to back.  The pace matters: a process that idles between calls finds its
@@ -102,6 +105,9 @@ SERVERS = {
                    '--max-batch-delay-ms', '5', '--in-process'],
     'in-process batch 1': ['--devices', 'cpu(0),cpu(1)', '--max-batch-size', '1',
                            '--in-process'],
+    'in-process hand-off': ['--devices', 'cpu(0),cpu(1)', '--max-batch-size', '32',
+                            '--max-batch-delay-ms', '5', '--in-process',
+                            '--always-hand-off'],
 }
 LABEL = {'lenet': 'LeNet (MXNet 1.9.1 fixture)',
          'resnet18': 'ResNet-18 (32x32, thumbnail)'}
@@ -238,8 +244,8 @@ def closed_loop(servers, models, repeats, seconds, warmup, log=print):
     """Closed-loop runs by turns, ``repeats[model]`` rounds:
     ``{(model, what): [results]}``,
     ``what`` one of ``batching``, ``echo``, ``batch 1``, ``1 device``,
-    ``wait out`` (LeNet only), ``in-process``, ``in-process batch 1``,
-    ``echo in-process``, ``json``, ``echo json``."""
+    ``wait out`` and ``in-process hand-off`` (LeNet only), ``in-process``,
+    ``in-process batch 1``, ``echo in-process``, ``json``, ``echo json``."""
     runs = []
     for m, (_, x) in models.items():
         b = bodies(x)
@@ -247,8 +253,9 @@ def closed_loop(servers, models, repeats, seconds, warmup, log=print):
         turns = [('batching', a, f'/predictions/{m}', 'npy'),
                  ('echo', a, '/echo', 'npy')]               # (HTTP only: short)
         for other in ('batch 1', '1 device', 'wait out', 'in-process',
-                      'in-process batch 1'):
-            if other in servers and (other != 'wait out' or m == 'lenet'):
+                      'in-process batch 1', 'in-process hand-off'):
+            if other in servers and (m == 'lenet' or other not in (
+                    'wait out', 'in-process hand-off')):
                 turns.append((other, servers[other], f'/predictions/{m}', 'npy'))
         if 'in-process' in servers:                  # its own HTTP ceiling
             turns.append(('echo in-process', servers['in-process'], '/echo', 'npy'))
@@ -345,6 +352,11 @@ def closed_rows(results, models):
                f'worker threads (--in-process) vs worker processes',
                'req/s (ref: the same settings with worker processes; higher '
                'is better)')
+        versus(m, 'in-process', 'in-process hand-off', f'2 x cpu in-process, '
+               f'{clients}, batching: the loop running a batch itself when every '
+               f'connection waits vs --always-hand-off',
+               'req/s (ref: every batch handed to a worker thread; higher is '
+               'better)')
         versus(m, 'batching', '1 device', f'{clients}, batching: 2 devices '
                f'(cpu(0), cpu(1)) vs 1 (cpu(0))',
                'req/s (ref: one device, same load; higher is better)')
@@ -416,18 +428,17 @@ for line in sys.stdin:        # seconds to measure for, and the period
 
 class DirectPredictor:
     """A ``Predictor`` of ``prefix`` on ``cpu(0)`` in a child process, run
-    as a worker runs it (``one_blas_thread``, as a worker process has), or
-    as an in-process worker does (the server's own environment);
-    :meth:`p50` times direct calls on the example ``x`` (a batch of one)."""
+    as a worker runs it (one BLAS thread, as worker processes and the
+    threads of an in-process server have); :meth:`p50` times direct calls
+    on the example ``x`` (a batch of one)."""
 
-    def __init__(self, prefix, x, directory, timeout=120.0, one_blas_thread=True):
+    def __init__(self, prefix, x, directory, timeout=120.0):
         example = os.path.join(directory, 'direct-example.npy')
         np.save(example, x)
         path = [ROOT] + ([os.environ['PYTHONPATH']] if os.environ.get('PYTHONPATH')
                          else [])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
-        if one_blas_thread:
-            env['OPENBLAS_NUM_THREADS'] = '1'
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path),
+                   OPENBLAS_NUM_THREADS='1')
         self.proc = subprocess.Popen([sys.executable, '-c', DIRECT, prefix, example],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, env=env, start_new_session=True)
@@ -480,19 +491,16 @@ def low_load(servers, models, repeats, seconds, directory, log=print):
     """One client, sequential requests, vs direct calls, by turns:
     ``{(model, server): (http p50, direct p50 back to back, direct p50 at
     the pace of the requests of its batch-1 server)}``, in ms (the batch-1
-    server of the in-process servers is ``in-process batch 1``, and their
-    direct calls run in the server's environment, BLAS threads and all)."""
+    server of the in-process servers is ``in-process batch 1``)."""
     def pacer(n):
         key = 'in-process batch 1' if n.startswith('in-process') else 'batch 1'
         return key if key in servers else next(iter(servers))
     out = {}
     for m, (prefix, x) in models.items():
-        # (the direct calls of the in-process rows: in the server's environment)
         calls = {key: None for key in map(pacer, servers)}
         try:
             for key in calls:
-                calls[key] = DirectPredictor(prefix, x, directory,
-                                             one_blas_thread=key == 'batch 1')
+                calls[key] = DirectPredictor(prefix, x, directory)
             body, ctype = bodies(x)['npy']
             http = {n: [] for n in servers}
             direct, paced = {k: [] for k in calls}, {k: [] for k in calls}
@@ -524,7 +532,9 @@ def low_rows(found):
                'batching': 'no wait for a batch: the only connection waits',
                'wait out': 'includes the wait of 5 ms for a batch',
                'in-process batch 1': 'the server alone, worker threads',
-               'in-process': 'worker threads, no wait for a batch'}.get(n, n)
+               'in-process': 'worker threads, no wait for a batch',
+               'in-process hand-off': 'worker threads, every batch handed '
+                                      'to one'}.get(n, n)
         for base, how in ((paced, 'called at the same pace, one call every '
                                   'HTTP p50 of its batch-1 server: the target'),
                           (direct, 'called back to back')):
@@ -559,7 +569,8 @@ def run(models=('lenet', 'resnet18'), repeats=None, seconds=None, warmup=None,
             rows += open_rows(running['batching'], found, results, fractions,
                               seconds, warmup, log)
             quiet = {n: running[n] for n in ('batch 1', 'batching', 'wait out',
-                                             'in-process batch 1', 'in-process')
+                                             'in-process batch 1', 'in-process',
+                                             'in-process hand-off')
                      if n in running}
             rows += low_rows(low_load(quiet, found, repeats, low_load_s, tmp, log))
         finally:

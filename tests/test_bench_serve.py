@@ -51,14 +51,16 @@ def test_run_rows_have_the_runner_columns():
                        ('2 devices (cpu(0), cpu(1)) vs 1', 1), ('open loop at', 1),
                        ('vs --wait-out-delay', 1),
                        ('worker threads (--in-process) vs worker processes', 1),
+                       ('when every connection waits vs --always-hand-off', 1),
+                       ('in-process hand-off server: added latency', 2),
                        (' batch 1 server: added latency', 4),
                        ('in-process batch 1 server: added latency', 2),
                        (' batching server: added latency', 2),
                        ('in-process server: added latency', 2),
                        ('wait out server: added latency', 2)]:
         assert sum(part in n for n in names) == want, part
-    assert sum('at the same pace' in n for n in names) == 5
-    assert len(rows) == 22
+    assert sum('at the same pace' in n for n in names) == 6
+    assert len(rows) == 25
     for r in rows:
         assert r['bench'] == 'serve' and r['name'].startswith('LeNet')
         assert np.isfinite(r['ours']), r
