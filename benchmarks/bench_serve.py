@@ -61,7 +61,9 @@ Rows, per model (``.npy`` bodies; for LeNet also JSON bodies):
 The machine is noisy (other programs share its cores), so every
 comparison is measured by turns inside one run: model, echo, batch 1,
 1 device, model, echo, ... (``REPEATS`` rounds), and each figure is the
-median of its rounds (a ratio: of the two medians).
+median of its rounds (a ratio: of the two medians).  A server's echo is
+measured right after its predictions, as the machine's speed drifts
+within a round.
 
     python benchmarks/run.py serve          # these rows, into results.md
     python benchmarks/bench_serve.py        # the same, printed
@@ -257,8 +259,8 @@ def closed_loop(servers, models, repeats, seconds, warmup, log=print):
             if other in servers and (m == 'lenet' or other not in (
                     'wait out', 'in-process hand-off')):
                 turns.append((other, servers[other], f'/predictions/{m}', 'npy'))
-        if 'in-process' in servers:                  # its own HTTP ceiling
-            turns.append(('echo in-process', servers['in-process'], '/echo', 'npy'))
+            if other == 'in-process' and other in servers:   # its own HTTP
+                turns.append(('echo in-process', servers[other], '/echo', 'npy'))
         if m == 'lenet':
             turns += [('json', a, f'/predictions/{m}', 'json'),
                       ('echo json', a, '/echo', 'json')]
