@@ -89,7 +89,7 @@ from d2lmini.serve import client          # noqa: E402
 LENET = os.path.join(ROOT, 'tests', 'fixtures', 'serve', 'mx191_lenet')
 NPY, JSON = 'application/x-npy', 'application/json'
 CLIENTS = 32
-REPEATS = {'lenet': 5, 'resnet18': 3}          # rounds of closed-loop runs
+REPEATS = {'lenet': 7, 'resnet18': 3}          # rounds of closed-loop runs
 SECONDS = {'lenet': 1.0, 'resnet18': 5.0}      # one closed-loop run, after
 WARMUP = {'lenet': 0.3, 'resnet18': 1.5}       # (a ResNet batch of 32 takes ~1 s)
 OPEN_LOOP = (0.25, 0.5, 0.8)                   # rates, x the closed-loop rate
@@ -310,9 +310,14 @@ def closed_rows(results, models):
     rows = []
     clients = f'{CLIENTS} clients, closed loop, batch-1 requests'
 
-    def versus(m, a, b, name, unit):
+    def versus(m, a, b, name, unit, spread=False):
         if (m, a) in results and (m, b) in results:
             ours, ref, ratio = _paired(results, (m, a), (m, b))
+            if spread:                 # (each round's ratio: the machine drifts)
+                each = sorted(x['rps'] / y['rps'] for x, y in
+                              zip(results[(m, a)], results[(m, b)]) if y['rps'])
+                name += (f' (each round: {each[0]:.2f} to {each[-1]:.2f}, '
+                         f'median {_median(each):.2f})')
             rows.append(dict(name=f'{LABEL[m]}, {name}', ours=ours, reference=ref,
                              ratio=ratio, unit=unit))
 
@@ -337,7 +342,7 @@ def closed_rows(results, models):
             versus(m, what, echo, f'2 x cpu, {clients}, {kind} bodies: '
                    f'predictions vs POST /echo',
                    f'req/s (ref: the same server echoing the same body, the '
-                   f'HTTP ceiling{target})')
+                   f'HTTP ceiling{target})', spread=True)
             p99_row(m, what, f'2 x cpu, {clients}, {kind} bodies')
         versus(m, 'in-process', 'in-process batch 1', f'2 x cpu in-process, '
                f'{clients}: dynamic batching (max 32, 5 ms) vs --max-batch-size 1',
@@ -348,7 +353,8 @@ def closed_rows(results, models):
                 '; the forward pass dominates: no target'
             versus(m, 'in-process', 'echo in-process', f'2 x cpu in-process, '
                    f'{clients}, .npy bodies: predictions vs POST /echo',
-                   f'req/s (ref: the same server echoing the same body{target})')
+                   f'req/s (ref: the same server echoing the same body{target})',
+                   spread=True)
             p99_row(m, 'in-process', f'2 x cpu in-process, {clients}, .npy bodies')
         versus(m, 'in-process', 'batching', f'2 x cpu, {clients}, batching: '
                f'worker threads (--in-process) vs worker processes',
