@@ -24,9 +24,10 @@ thread (``on_loop``): when every open connection waits for an answer (the
 loop has no HTTP work to do until one goes out) and the model's last batch
 took no longer than ``max_delay`` (the wait a request accepts anyway, and
 at most what a request arriving meanwhile waits to be read).  That saves
-the two hand-offs, to the thread and back, each a wake-up of a sleeping
-thread: on the 2-core VM they cost ~0.3-0.5 ms a batch, a quarter of a LeNet
-batch of 32 (chapter 15).
+the two hand-offs, to the thread and back, each the wake-up of a sleeping
+thread: on the 2-core VM, one client's LeNet request took 0.78 ms instead
+of 0.99 (``benchmarks/SERVE.md``).  Under load it makes no difference that
+could be measured there.
 
 The queue is bounded: :meth:`Batcher.submit` raises :class:`QueueFull`
 when ``max_queue`` requests wait, and the server answers 503 with
