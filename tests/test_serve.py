@@ -852,15 +852,18 @@ def test_in_process_workers_are_refused_with_other_hosts(lenet):
 
 
 def test_the_command_line_in_process_starts_no_worker_process(lenet):
+    from d2lmini.engine.cores import blas_threads
     before = set(serve_children())
+    env = {k: v for k, v in os.environ.items() if k != 'OPENBLAS_NUM_THREADS'}
     s = Served(lambda: ServerProcess(lenet.signed, '--in-process', '--devices',
-                                     'cpu(0),cpu(1)'))
+                                     'cpu(0),cpu(1)', env=env))
     try:
         server_pids = set(serve_children()) - before
         assert len(server_pids) == 1 and s.pids == sorted(server_pids) * 2
-        if 'OPENBLAS_NUM_THREADS' not in os.environ:   # (one per call, as a
-            assert [w['blasThreads'] for w in          # worker process has)
-                    describe(s.url, 'lenet')['workers']] == [1, 1]
+        # one BLAS thread per call, as a worker process has (None: not OpenBLAS)
+        one = None if blas_threads() is None else 1
+        assert [w['blasThreads'] for w in describe(s.url, 'lenet')['workers']] \
+            == [one, one]
         x = REF['x'][:3]
         np.testing.assert_allclose(outputs(post(s.url, 'lenet', x)),
                                    lenet.forward(x), **TOL)

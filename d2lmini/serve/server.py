@@ -354,7 +354,8 @@ def main(argv=None):
         # As a worker process has (WorkerPool.spawn): one BLAS thread per
         # call.  OpenBLAS's own threads spin for a while after each call,
         # on the cores the HTTP front end and the clients need: on the
-        # 2-core VM, 1,941 predictions a second against 4,078 with one.
+        # 2-core VM, 2,543 predictions a second against 4,102 with one
+        # (benchmarks/SERVE.md).
         from ..engine.cores import set_blas_threads
         set_blas_threads(1)
 
