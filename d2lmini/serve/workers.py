@@ -76,6 +76,12 @@ class NoWorkers(RuntimeError):
     """No worker is alive to run a batch."""
 
 
+def _fits(outs, n):
+    """Whether ``outs`` can be the outputs of a batch of ``n``: at least one,
+    each with ``n`` rows."""
+    return bool(outs) and all(a.ndim > 0 and len(a) == n for a in outs)
+
+
 class Worker:
     """The front end's record of one worker."""
 
@@ -285,7 +291,7 @@ class WorkerPool:
             outs = worker.predictors[model](x)
         except Exception as e:                     # noqa: BLE001 -- told back
             raise WorkerError(f'{type(e).__name__}: {e}') from None
-        if not outs or any(a.ndim == 0 or len(a) != len(x) for a in outs):
+        if not _fits(outs, len(x)):
             raise WorkerError(f'a batch of {len(x)} gave outputs of shapes '
                               f'{[a.shape for a in outs]}')
         worker.batches += 1
@@ -400,7 +406,7 @@ class WorkerPool:
                 return
             if op == 'error':
                 fut.set_exception(WorkerError(what or 'error'))
-            elif not what or any(a.ndim == 0 or len(a) != n for a in what):
+            elif not _fits(what, n):
                 self._lose(w, f'answered a batch of {n} with outputs of shapes '
                               f'{[a.shape for a in what]}', fut)
             else:
