@@ -504,28 +504,25 @@ def low_load(servers, models, repeats, seconds, directory, log=print):
         key = 'in-process batch 1' if n.startswith('in-process') else 'batch 1'
         return key if key in servers else next(iter(servers))
     out = {}
+    paces = sorted(set(map(pacer, servers)))
     for m, (prefix, x) in models.items():
-        calls = {key: None for key in map(pacer, servers)}
+        call = DirectPredictor(prefix, x, directory)
         try:
-            for key in calls:
-                calls[key] = DirectPredictor(prefix, x, directory)
             body, ctype = bodies(x)['npy']
             http = {n: [] for n in servers}
-            direct, paced = {k: [] for k in calls}, {k: [] for k in calls}
+            direct, paced = [], {k: [] for k in paces}
             for _ in range(repeats[m]):
                 for n, s in servers.items():
                     http[n].append(sequential(s.url, f'/predictions/{m}', body,
                                               ctype, seconds[m]))
-                for key, call in calls.items():
-                    direct[key].append(call.p50(seconds[m] / 2) * 1e3)
+                direct.append(call.p50(seconds[m] / 2) * 1e3)
+                for key in paces:
                     paced[key].append(call.p50(seconds[m] / 2,
                                                http[key][-1] / 1e3) * 1e3)
         finally:
-            for call in calls.values():
-                if call is not None:
-                    call.close()
+            call.close()
         for n in servers:
-            out[(m, n)] = (_median(http[n]), _median(direct[pacer(n)]),
+            out[(m, n)] = (_median(http[n]), _median(direct),
                            _median(paced[pacer(n)]))
             log(f'   low load: {m:8s} {n:9s} HTTP p50 {out[(m, n)][0]:.2f} ms, '
                 f'direct p50 {out[(m, n)][1]:.2f} ms back to back, '
