@@ -467,3 +467,32 @@ def test_set_blas_threads_one_means_one_kernel_thread():
         assert len(_thread_ids(BIG)) == 2
     finally:
         engine.set_blas_threads(old)
+
+
+# --- relu against shared zeros --------------------------------------------------------
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64, np.int32])
+def test_maximum0_is_maximum_with_a_scalar_zero_bit_for_bit(dtype, monkeypatch):
+    """``maximum0`` compares with a view of shared zeros (NumPy's SIMD loop)
+    instead of a scalar 0: the same bits, on any layout, and the shared
+    zeros are never written; past ``ZEROS_MAX`` it takes the scalar."""
+    rng = np.random.default_rng(7)
+    monkeypatch.setattr(ck, '_ZEROS', {})
+    monkeypatch.setattr(ck, 'ZEROS_MAX', 5000)
+    with np.errstate(over='ignore'):                 # (1e30 in float16: inf)
+        s = np.array(SPECIAL if np.dtype(dtype).kind == 'f' else [0, -3, 7], dtype)
+    base = np.concatenate([s, (rng.standard_normal(4000) * 10).astype(dtype)])
+    m = base[:4000].reshape(40, 100)
+    for x in (base, m, m.T, m[::2, 1::3], base[:7000:2], s[:1],
+              np.tile(base, 2)):                     # the last: past ZEROS_MAX
+        want = np.maximum(x, 0)
+        with np.errstate(invalid='ignore'):
+            got = ck.maximum0(x)
+            out = np.empty_like(x)
+            assert ck.maximum0(x, out=out) is out
+            inplace = x.copy()
+            ck.maximum0(inplace, out=inplace)
+        for r in (got, out, inplace):
+            assert_bits(r, want)
+    for buf in ck._ZEROS.values():
+        assert not buf.flags.writeable and not buf.any()
+    assert np.isscalar(ck.zeros_as(np.ones(5001, dtype)))

@@ -49,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .. import engine
+from .. import backend, engine
 
 CHUNK = 1 << 17            # elements: 512 KB of float32 per buffer, L2-sized
 MIN_SPLIT = 1 << 16        # elements per thread below which one thread is faster
@@ -224,8 +224,43 @@ def tanh_backward(out, g, y):
     np.multiply(g, out, out=out)
 
 
+_ZEROS = {}                # dtype -> shared read-only zeros (see zeros_as)
+ZEROS_MAX = 1 << 24        # elements: larger arrays compare with a scalar 0
+
+
+def zeros_as(x):
+    """Zeros of ``x``'s shape and dtype, a view of one shared read-only
+    buffer, or the scalar 0 for an array over ``ZEROS_MAX`` elements.
+
+    Why: NumPy 2.x runs ``np.maximum(x, 0)`` (a scalar, broadcast) through
+    a generic loop, and ``np.maximum(x, zeros)`` (two arrays) through a
+    SIMD one, with the same result bit for bit.  Measured for 150,528
+    float32 (a LeNet's first activation at batch 32): 56 us against 15 us.
+    The buffer is made by ``np.zeros`` (calloc): pages never written all
+    map to the kernel's one zero page, so reading them costs cache, not
+    memory.
+    """
+    n = x.size
+    if n > ZEROS_MAX:
+        return x.dtype.type(0)
+    buf = _ZEROS.get(x.dtype)
+    if buf is None or buf.size < n:           # (a race makes one twice)
+        buf = np.zeros(max(n, 1 << 16), x.dtype)
+        buf.flags.writeable = False
+        _ZEROS[x.dtype] = buf
+    return buf[:n].reshape(x.shape)
+
+
 def relu(out, x):
-    np.maximum(x, 0, out=out)
+    np.maximum(x, zeros_as(x), out=out)
+
+
+def maximum0(x, out=None):
+    """``max(x, 0)`` (``out=`` as a ufunc's) for a NumPy array, by
+    :func:`zeros_as`, or any other backend's array, by its own ``maximum``."""
+    if type(x) is np.ndarray:
+        return np.maximum(x, zeros_as(x), out=out)
+    return backend.xp_of(x).maximum(x, 0, out=out)
 
 
 def relu_backward(out, g, y):
@@ -239,7 +274,7 @@ def softrelu(out, x, t):
     np.negative(t, out=t)
     np.exp(t, out=t)
     np.log1p(t, out=t)
-    np.maximum(x, 0, out=out)
+    relu(out, x)
     np.add(out, t, out=out)
 
 

@@ -111,7 +111,7 @@ def _softrelu(a):
     if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.softrelu, a)
     xp = backend.xp_of(a)
-    return (xp.maximum(a, 0) + xp.log1p(xp.exp(-xp.abs(a)))).astype(a.dtype, copy=False)
+    return (cpu_kernels.maximum0(a) + xp.log1p(xp.exp(-xp.abs(a)))).astype(a.dtype, copy=False)
 
 
 def _erf(a):

@@ -28,6 +28,7 @@ import numpy as np
 from .. import autograd as _ag
 from ..base import MXNetError, as_mxnet_error
 from ..ndarray import ndarray as _nd
+from ..ndarray.cpu_kernels import maximum0
 from ..ndarray.nn.fused import fusable_pool
 from ..ndarray.op_utils import _xp
 from ..ndarray.registry import OPS
@@ -152,7 +153,7 @@ def _inplace_kernels():
         return k
 
     def relu(x, **attrs):
-        return _xp(x).maximum(x, 0, out=x)
+        return maximum0(x, out=x)
 
     def activation(x, act_type):
         if act_type == 'relu':
@@ -206,17 +207,18 @@ def _conv_relu(conv, act):
 
 
 def _conv_relu_pool(conv, pool):
-    """``_conv_act`` -> average pooling: ``_conv_act_pool`` (ndarray/nn/fused.py);
-    its second output is the convolution's, for the backward pass."""
+    """``_conv_act`` -> average or max pooling: ``_conv_act_pool`` or
+    ``_conv_act_maxpool`` (ndarray/nn/fused.py); its second output is the
+    convolution's, for the backward pass."""
     if conv.name != '_conv_act' or conv.attrs.get('act_type') != 'relu' \
             or pool.name != 'Pooling':
         return None
-    size = fusable_pool(pool.attrs)
-    if size is None:
+    found = fusable_pool(pool.attrs)
+    if found is None:
         return None
-    op = OPS['_conv_act_pool']
+    op = OPS[found[0]]
     return _Step(op.name, op.forward, conv.ins, [pool.outs[0], conv.outs[0]],
-                 dict(conv.attrs, pool=size), op, True, conv.node)
+                 dict(conv.attrs, pool=found[1]), op, True, conv.node)
 
 
 FUSIONS = (_conv_relu, _conv_relu_pool)
@@ -316,6 +318,15 @@ class Plan:
                     and self.dtypes[i] == self.dtypes[st.outs[0]]):
                 self.inplace[k] = True
 
+    def _only_first_read(self, k):
+        """Whether step ``k`` has an inference variant (``op.forward_infer``,
+        whose outputs after the first are None) and the inference plan
+        drops those outputs as soon as they are made: nothing reads them,
+        and they are not outputs of the graph."""
+        st = self.steps[k]
+        return (st.multi and hasattr(st.op, 'forward_infer') and
+                all(o in self.free[k] for o in st.outs[1:]))   # (never heads)
+
     def describe(self):
         """One line per step: what runs, on which slots, and the memory plan."""
         lines = []
@@ -339,7 +350,11 @@ class Plan:
         params = ', '.join(f's{i}' for i in self.input_slots)
         body = []
         for k, st in enumerate(self.steps):
-            fn = _INPLACE[st.name] if self.inplace[k] and not keep else st.fn
+            fn = st.fn
+            if not keep and self.inplace[k]:
+                fn = _INPLACE[st.name]
+            elif not keep and self._only_first_read(k):
+                fn = st.op.forward_infer
             env[f'f{k}'] = fn
             args = ', '.join(f's{i}' for i in st.ins)
             if st.attrs:

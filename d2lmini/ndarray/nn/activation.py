@@ -29,7 +29,7 @@ def _softsign(a):
 def _relu(a):
     if cpu_kernels.large(a):
         return cpu_kernels.apply(cpu_kernels.relu, a, chunk=None)
-    return _xp(a).maximum(a, 0)
+    return cpu_kernels.maximum0(a)
 
 
 def _tanh(a):

@@ -48,6 +48,7 @@ import numpy as np
 
 from ...base import _check_kwargs
 from ..ndarray import invoke
+from ..cpu_kernels import maximum0
 from ..layout import chwn as _chwn, copyto as _copyto, transpose_into as _transpose_into
 from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
@@ -213,14 +214,21 @@ def _gemm_rows(f, k, groups, xp):
     return f
 
 
-def _conv_forward(x, w, b, g, groups, act=None, pool=None):
+def _conv_forward(x, w, b, g, groups, act=None, pool=None, pool_type='avg',
+                  keep=True):
     """The convolution (plus bias, plus ``act`` = 'relu' if given), returned
     as an (N, F, OH, OW) view of an (F, OH, OW, N) array: the GEMM's layout,
     kept as it is (see :func:`_chwn`).
 
-    ``pool = (kh, kw)``: also the average pooling of the result with that
-    window and stride, computed band by band while each band is in the
-    cache (the fused ``_conv_act_pool`` of a graph); returns ``(y, pooled)``.
+    ``pool = (kh, kw)``: also the ``pool_type`` ('avg' or 'max') pooling of
+    the result with that window and stride, computed band by band while
+    each band is in the cache (the fused ops of ndarray/nn/fused.py);
+    returns ``(y, pooled)``.  ``keep=False`` (max pooling only): ``y`` is
+    not wanted, and ``(None, pooled)`` comes back.  Then each band is
+    pooled straight from the GEMM's scratch output and the bias and relu
+    are applied to the pooled values only, a quarter as many for a 2x2
+    window: a max commutes with adding a constant and with a relu, so the
+    values are those of the three ops in a row.
     """
     xp = _xp(x)
     f = w.shape[0]
@@ -233,41 +241,69 @@ def _conv_forward(x, w, b, g, groups, act=None, pool=None):
         w2 = wp
     wg = _grouped(w2, groups)
     win = _windows(x, g)
-    ypad = xp.empty((fp, g.OH, g.OW, g.N), x.dtype)
-    y = ypad[:f]                                   # C-contiguous either way
+    early = pool is not None and not keep          # pool first, then b and relu
+    if early and (pool_type != 'max' or act not in (None, 'relu')):
+        raise ValueError(f'keep=False needs max pooling and relu, not '
+                         f'{pool_type} pooling and {act}')
+    ypad = None if early else xp.empty((fp, g.OH, g.OW, g.N), x.dtype)
+    y = None if early else ypad[:f]                # C-contiguous either way
     bias = None if b is None else b.reshape(f, 1)
     if pool is not None:
         kh, kw = pool
-        pw = g.OW // kw
-        pt = xp.empty((f, g.OH // kh, pw, g.N), x.dtype)
+        pt = xp.empty((f, g.OH // kh, g.OW // kw, g.N), x.dtype)
     for rows in _bands(g, x.dtype, xp, fp, align=1 if pool is None else pool[0]):
         cols = _im2col(win, rows, g)
+        if early:                                  # a scratch band, pooled now
+            zb = _ws(xp, 'conv_rows', (fp, rows[1] - rows[0], g.OW, g.N), x.dtype)
+            _matmul(xp, wg, _grouped(cols, groups),
+                    _grouped(zb.reshape(fp, -1), groups))
+            _pool_rows(zb[:f], rows, pt, pool, 'max')
+            continue
         _matmul(xp, wg, _grouped(cols, groups), _grouped(_band(ypad, rows), groups))
         yb = _band(y, rows)                        # still in the cache:
         if bias is not None:
             yb += bias
         if act == 'relu':
-            xp.maximum(yb, 0, out=yb)
-        if pool is not None:                       # ... and pool it, as Pooling
-            q0, q1 = rows[0] // kh, rows[1] // kh  # does: taps in order, then /
-            if q1 > q0:
-                blk = y[:, q0 * kh:q1 * kh]
-                out = pt[:, q0:q1]
-                taps = [blk[:, i::kh, j:pw * kw:kw] for i in range(kh)
-                        for j in range(kw)]
-                if len(taps) > 1:                  # ((t0 + t1) + t2) + ...
-                    xp.add(taps[0], taps[1], out=out)
-                else:
-                    out[...] = taps[0]
-                for t in taps[2:]:
-                    out += t
-                out /= float(kh * kw)
+            maximum0(yb, out=yb)
+        if pool is not None:                       # ... and pool it
+            _pool_rows(y[:, rows[0]:rows[1]], rows, pt, pool, pool_type)
+    if early:
+        if bias is not None:
+            pt += bias.reshape(f, 1, 1, 1)
+        if act == 'relu':
+            maximum0(pt, out=pt)
+        return None, pt.transpose(3, 0, 1, 2)
     if act not in (None, 'relu'):                  # threaded, over all of y
         activate_(y, act)
     yv = y.transpose(3, 0, 1, 2)
     if pool is not None:
         return yv, pt.transpose(3, 0, 1, 2)
     return yv
+
+
+def _pool_rows(src, rows, out, pool, pool_type):
+    """Pool ``src``, the ``(F, r1 - r0, OW, N)`` output rows ``rows = (r0,
+    r1)``, into the rows of ``(F, PH, PW, N)`` ``out`` that its whole
+    windows make, as Pooling does: taps in order, then / for 'avg'.
+    ``r0`` is a multiple of the window height; rows past the last whole
+    window are left out ('valid')."""
+    xp = _xp(src)
+    kh, kw = pool
+    q0, q1 = rows[0] // kh, rows[1] // kh
+    if q1 <= q0:
+        return
+    pw = out.shape[2]
+    blk, dst = src[:, :(q1 - q0) * kh], out[:, q0:q1]
+    taps = [blk[:, i::kh, j:pw * kw:kw] for i in range(kh) for j in range(kw)]
+    combine = xp.maximum if pool_type == 'max' else xp.add
+    if len(taps) > 1:                              # ((t0 + t1) + t2) + ...
+        combine(taps[0], taps[1], out=dst)
+    else:
+        dst[...] = taps[0]
+    for t in taps[2:]:
+        combine(dst, t, out=dst)
+    if pool_type == 'avg':
+        dst /= float(kh * kw)
 
 
 def _conv_grads(dy, g, groups, w=None, x=None, wshape=None, dy_bands=None,

@@ -1,13 +1,15 @@
-"""Fused operators that only a graph can use: ``conv -> relu -> avg pool``.
+"""Fused operators that only a graph can use: ``conv -> relu -> pool``.
 
-Run one at a time (imperatively), a convolution cannot know that an average
-pooling comes next.  A traced graph can: ``d2lmini.symbol.graph`` replaces
-the pair ``_conv_act`` (convolution + relu) -> ``Pooling(avg, k x k, stride
-k)`` by this one op, which computes the same values with fewer passes
-over the convolution's output, the biggest array of a CNN (LeNet's first
-layer: 14 MB for a batch of 256).  Forward, the pooling reads each band of
-the output right after the GEMM wrote it, still in the cache.  Backward,
-separately, it is three passes over the output's gradient:
+Run one at a time (imperatively), a convolution cannot know that a pooling
+comes next.  A traced graph can: ``d2lmini.symbol.graph`` replaces the
+pair ``_conv_act`` (convolution + relu) -> ``Pooling(k x k, stride k)`` by
+one op, which computes the same values with fewer passes over the
+convolution's output, the biggest array of a CNN (LeNet's first layer:
+14 MB for a batch of 256).  Forward, the pooling reads each band of the
+output right after the GEMM wrote it, still in the cache.
+
+Average pooling (:class:`ConvActAvgPoolOp`), backward, separately, is
+three passes over the output's gradient:
 
 * the pooling backward writes ``dy`` (each pooled gradient, k*k times),
 * the relu backward reads ``dy`` and ``y`` and writes ``dy * (y > 0)``,
@@ -16,7 +18,14 @@ separately, it is three passes over the output's gradient:
 Fused (:class:`AvgPoolReluGradOp`), the three happen band by band while each
 band is in the CPU cache: one write of ``dy``, one read of ``y``.
 
-The op has two outputs, the pooled map and the convolution's output ``y``
+Max pooling (:class:`ConvActMaxPoolOp`) gains most where nothing is
+recorded: a max commutes with adding the bias and with the relu, so the
+graph's inference plan pools the GEMM's output first and adds the bias
+and takes the relu on the pooled values only (``forward_infer``); the
+convolution's output is then never stored whole.  Its backward is the
+three ops' own.
+
+Each op has two outputs, the pooled map and the convolution's output ``y``
 (the relu mask of the backward pass); nothing reads ``y`` forward, and its
 gradient is usually absent (``none_ograds``: autograd then passes None
 instead of a tensor of zeros).
@@ -91,6 +100,43 @@ class ConvActAvgPoolOp(Op):
             grads.append(db if _needs_grad(inputs[2]) else None)
         return grads
 
+
+
+@register
+class ConvActMaxPoolOp(type(ConvActAvgPoolOp)):
+    """``Pooling(relu(Convolution(x, w, b)), 'max', kernel=pool, stride=pool)``
+    and the convolution's output ``y``: outputs ``[pooled, y]``."""
+    name = '_conv_act_maxpool'
+    cases = (Case((2, 3, 6, 6), (4, 3, 3, 3), (4,), kernel=(3, 3), num_filter=4,
+                  pool=(2, 2)),
+             Case((1, 2, 7, 6), (3, 2, 2, 3), kernel=(2, 3), num_filter=3,
+                  pool=(2, 2)))
+
+    def forward(self, x, w, b=None, pool=(2, 2), act_type='relu', kernel=None,
+                stride=(1, 1), dilate=(1, 1), pad=(0, 0), num_filter=None,
+                num_group=1, keep=True):
+        g = _conv_geom(self.name, x.shape, w.shape, kernel, stride, dilate, pad,
+                       num_group)
+        y, p = _conv_forward(x, w, b, g, num_group, act=act_type, pool=pool,
+                             pool_type='max', keep=keep)
+        return [p, y]
+
+    def forward_infer(self, *args, **attrs):
+        """``[pooled, None]``: :meth:`forward` for a plan that drops ``y``
+        at once (inference), without computing it."""
+        return self.forward(*args, keep=False, **attrs)
+
+    def backward(self, ograds, inputs, outputs, pool=(2, 2), act_type='relu',
+                 **conv):
+        gp, gy = ograds
+        p, y = outputs
+        if gp is None:
+            gp = zeros_like(p)
+        dy = invoke(OPS['_pool_backward'], (gp, y, p),
+                    {'kernel': pool, 'stride': pool, 'pool_type': 'max'})
+        if gy is not None:                       # y itself was used: add its part
+            dy = dy + gy
+        return OPS['_conv_act'].backward(dy, inputs, y, act_type=act_type, **conv)
 
 def _dz_bands(gp, y, pool, db):
     """``band(rows, out=None)``: rows ``r0:r1`` of ``dy = upsample(gp) / (k*k)
@@ -217,14 +263,16 @@ class ConvActPoolGradsOp(_ConvActPoolGradsOp):
 
 
 def fusable_pool(attrs):
-    """The pool size if Pooling ``attrs`` are an average pooling that tiles
-    its input (kernel == stride, no padding, 'valid'), else None."""
+    """The fused op for a Pooling of ``attrs`` after ``_conv_act`` (relu),
+    and the pool size: an average or max pooling that tiles its input
+    (kernel == stride, no padding, 'valid'); else None."""
     k = attrs.get('kernel')
-    if attrs.get('pool_type', 'max') != 'avg' or attrs.get('global_pool') or k is None:
+    kind = attrs.get('pool_type', 'max')
+    if kind not in ('avg', 'max') or attrs.get('global_pool') or k is None:
         return None
     if len(k) != 2 or tuple(attrs.get('stride', (1, 1))) != tuple(k):
         return None
     if any(attrs.get('pad', (0, 0))) or attrs.get('pooling_convention',
                                                   'valid') != 'valid':
         return None
-    return tuple(k)
+    return ('_conv_act_pool' if kind == 'avg' else '_conv_act_maxpool'), tuple(k)

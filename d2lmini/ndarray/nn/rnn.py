@@ -24,6 +24,7 @@ import numpy as np
 
 from ... import autograd as _ag
 from ...base import _check_kwargs
+from ..cpu_kernels import maximum0
 from ..ndarray import invoke, zeros_like
 from ..op_utils import _xp
 from ..registry import OPS, Case, Op, register
@@ -138,7 +139,7 @@ def _direction_forward(xp, x, w, h0, c0, mode, rev, part, y):
             elif mode == 'rnn_tanh':
                 xp.tanh(a, out=hs[k + 1])
             else:
-                xp.maximum(a, 0, out=hs[k + 1])
+                maximum0(a, out=hs[k + 1])
         y[t] = hs[k + 1]
 
 
