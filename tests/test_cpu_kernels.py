@@ -495,4 +495,11 @@ def test_maximum0_is_maximum_with_a_scalar_zero_bit_for_bit(dtype, monkeypatch):
             assert_bits(r, want)
     for buf in ck._ZEROS.values():
         assert not buf.flags.writeable and not buf.any()
+    # laid out as the array is (a CHWN result seen as NCHW; a transpose):
+    # the ufunc then walks both in memory order
+    chwn = np.zeros((3, 4, 5, 6), dtype).transpose(3, 0, 1, 2)
+    for x in (chwn, m.T):
+        z = ck.zeros_as(x)
+        assert z.shape == x.shape
+        assert list(np.argsort(z.strides)) == list(np.argsort(x.strides))
     assert np.isscalar(ck.zeros_as(np.ones(5001, dtype)))

@@ -248,7 +248,13 @@ def zeros_as(x):
         buf = np.zeros(max(n, 1 << 16), x.dtype)
         buf.flags.writeable = False
         _ZEROS[x.dtype] = buf
-    return buf[:n].reshape(x.shape)
+    if x.ndim < 2 or x.flags.c_contiguous:
+        return buf[:n].reshape(x.shape)
+    # Laid out as x is (a convolution's CHWN output seen as NCHW): with
+    # the other order, each ufunc step strides through one of the two,
+    # 12x slower on 2 M floats (2.9 ms against 0.24).
+    order = sorted(range(x.ndim), key=lambda d: -abs(x.strides[d]))
+    return buf[:n].reshape([x.shape[d] for d in order]).transpose(np.argsort(order))
 
 
 def relu(out, x):
