@@ -11,7 +11,8 @@ checked without a single race:
   oldest request has waited ``max_delay`` -- not before, unless no other
   request can come (``all_waiting``);
 * it takes whole requests, oldest first; a request larger than the
-  maximum goes alone;
+  maximum goes alone; when the last batch was long and other workers are
+  idle, an even share of the queue;
 * outputs are split back by request;
 * a request its caller abandoned is dropped, never run;
 * a batch whose worker died is tried once more, at the front of the
@@ -64,6 +65,9 @@ class FakePool:
     def release(self, worker):
         self.free.append(worker)
         self._changed.set()
+
+    def idle_count(self, model):
+        return len(self.free)
 
     async def run(self, worker, model, x):
         fut = asyncio.get_running_loop().create_future()
@@ -369,3 +373,35 @@ async def test_batch_sizes_are_reported(clock):
 async def test_bad_settings_are_refused(kw):
     with pytest.raises(ValueError, match='at least'):
         Batcher('m', FakePool(), **kw)
+
+
+@in_loop
+async def test_long_batches_are_shared_among_idle_workers_short_ones_are_not(clock):
+    everyone = [True]                      # every connection waits: no delay
+    pool, b = start(workers=2, max_batch_size=8, max_delay=0.01,
+                    all_waiting=lambda: everyone[0])
+    first = b.submit(examples(0, 4))       # its time is not known yet: whole
+    worker, x, _ = await pool.batch(0)
+    assert rows(x) == [0, 1, 2, 3]
+    clock.now += 0.5                       # a long forward pass (0.5 s > 10 ms)
+    answer(pool.runs[0])
+    await asyncio.wait_for(first.future, WAIT)
+    everyone[0] = False                    # six requests come in, then
+    rs = [b.submit(examples(i, 1)) for i in range(10, 16)]
+    everyone[0] = True                     # all wait: the batch may leave
+    b.look_again()
+    (w1, x1, _), (w2, x2, _) = await pool.batch(1), await pool.batch(2)
+    assert (rows(x1), rows(x2)) == ([10, 11, 12], [13, 14, 15]) and w1 != w2
+    answer(pool.runs[1])                   # short ones, now (no time passes)
+    answer(pool.runs[2])
+    await asyncio.wait_for(asyncio.gather(*[r.future for r in rs]), WAIT)
+    everyone[0] = False
+    rs = [b.submit(examples(i, 1)) for i in range(20, 26)]
+    everyone[0] = True
+    b.look_again()
+    _, x, _ = await pool.batch(3)          # two workers idle, one batch
+    assert rows(x) == list(range(20, 26))
+    await settle()
+    assert len(pool.runs) == 4
+    answer(pool.runs[3])
+    await asyncio.wait_for(asyncio.gather(*[r.future for r in rs]), WAIT)

@@ -16,6 +16,10 @@ rule, as in Triton's dynamic batcher:
 3. take whole requests, oldest first, up to ``max_batch_size`` examples
    (a request larger than that goes alone), stack them, run them as one
    forward pass on that worker, and split the outputs back by request.
+   When the model's batches are long (the last one took more than
+   ``max_delay``: the forward pass dominates, as a ResNet's does) and
+   other workers are idle, take only an even share of the queue, so that
+   the idle workers take the rest at once and the shares run side by side.
 
 Where the batch runs: on its worker, a process or a thread.  A worker
 thread (``--in-process``) holds its copy of the model in the front end's
@@ -125,12 +129,20 @@ class Batcher:
         while self.queue and self.queue[0].future.done():
             self.queued -= self.queue.popleft().n
 
-    def _take(self):
+    def _share(self):
+        """The most examples the next batch takes (rule 3): all it may,
+        unless batches are long and other workers idle."""
+        if self.last_seconds is None or self.last_seconds <= self.max_delay:
+            return self.max_batch_size
+        workers = 1 + self.pool.idle_count(self.model)   # (one is acquired)
+        return min(self.max_batch_size, -(-self.queued // workers))
+
+    def _take(self, limit):
         batch, size = [], 0
         while self.queue:
             r = self.queue[0]
             if not r.future.done():
-                if batch and size + r.n > self.max_batch_size:
+                if batch and size + r.n > limit:
                     break
                 batch.append(r)
                 size += r.n
@@ -160,7 +172,7 @@ class Batcher:
                         left <= 0 or self.all_waiting():
                     break
                 await self._wait(self.max_batch_size, left)
-            batch = self._take()                          # 3. stack, run, split
+            batch = self._take(self._share())             # 3. stack, run, split
             if not batch:
                 self.pool.release(worker)
                 continue

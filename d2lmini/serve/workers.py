@@ -244,6 +244,11 @@ class WorkerPool:
     def ready_count(self):
         return sum(w.state in ('ready', 'busy') for w in self.workers.values())
 
+    def idle_count(self, model):
+        """Workers that could take a batch of ``model`` now."""
+        return sum(w.state == 'ready' and model in w.loaded
+                   for w in self.workers.values())
+
     # ------------------------------------------------------------- batches
     async def acquire(self, model):
         """The ready worker with ``model`` loaded that has been idle longest,
