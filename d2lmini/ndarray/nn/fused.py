@@ -101,9 +101,8 @@ class ConvActAvgPoolOp(Op):
         return grads
 
 
-
 @register
-class ConvActMaxPoolOp(type(ConvActAvgPoolOp)):
+class ConvActMaxPoolOp(type(ConvActAvgPoolOp)):   # (register returns the instance)
     """``Pooling(relu(Convolution(x, w, b)), 'max', kernel=pool, stride=pool)``
     and the convolution's output ``y``: outputs ``[pooled, y]``."""
     name = '_conv_act_maxpool'
@@ -137,6 +136,7 @@ class ConvActMaxPoolOp(type(ConvActAvgPoolOp)):
         if gy is not None:                       # y itself was used: add its part
             dy = dy + gy
         return OPS['_conv_act'].backward(dy, inputs, y, act_type=act_type, **conv)
+
 
 def _dz_bands(gp, y, pool, db):
     """``band(rows, out=None)``: rows ``r0:r1`` of ``dy = upsample(gp) / (k*k)
