@@ -28,7 +28,7 @@ _FLAGS = _Flags()
 
 def is_np_array():
     """Whether NumPy-array mode is on (``npx.set_np()``): Gluon then makes
-    and returns ``mx.np.ndarray``s instead of ``nd.NDArray``s."""
+    and returns ``mx.np.ndarray`` arrays instead of ``nd.NDArray`` ones."""
     return _FLAGS.np_array
 
 
