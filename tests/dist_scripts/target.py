@@ -45,13 +45,18 @@ for step in range(3):
     ok &= bool(np.all(out.asnumpy() == expect))
     if step == 0 and replay and kv.rank == 0:
         pushes = [f for f in sent if b'"op":"push"' in f[0]]
-        ctx, dealers = zmq.Context.instance(), []
+        ctx = zmq.Context()
         for address in kv._node.addresses:      # to every server
             d = ctx.socket(zmq.DEALER)
-            d.setsockopt(zmq.LINGER, 10000)
+            d.setsockopt(zmq.IMMEDIATE, 1)      # send once connected, not before
+            d.setsockopt(zmq.SNDTIMEO, 30000)
+            d.setsockopt(zmq.LINGER, 30000)
             d.connect(f'tcp://{address}')
             d.send_multipart(pushes[0])
-            dealers.append(d)
+            d.close()
+        # term() returns once both copies are out, so they reach the servers
+        # long before the job ends (sent at exit, they could come too late)
+        ctx.term()
         print(f'replayed {len(pushes[0])} frames', flush=True)
     kv.barrier()
 print('values ok' if ok else f'values WRONG {out}', flush=True)
