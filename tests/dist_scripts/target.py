@@ -48,14 +48,19 @@ for step in range(3):
         ctx = zmq.Context()
         for address in kv._node.addresses:      # to every server
             d = ctx.socket(zmq.DEALER)
-            d.setsockopt(zmq.IMMEDIATE, 1)      # send once connected, not before
-            d.setsockopt(zmq.SNDTIMEO, 30000)
-            d.setsockopt(zmq.LINGER, 30000)
+            d.setsockopt(zmq.LINGER, 0)
             d.connect(f'tcp://{address}')
             d.send_multipart(pushes[0])
+            # Then a request it answers, on the same connection: once the
+            # answer is here, the server has read (and logged) the copy.
+            # (Else a server told to stop could read the stop first: it
+            # reads its peers' messages by turns.)
+            chan = wire.Channel(kv._node.cfg.secret)
+            d.send_multipart(chan.pack('hello', dest=address, seq=0))
+            if not d.poll(30000):
+                sys.exit(f'{address} did not answer a hello after the copy')
+            wire.recv(d, chan)
             d.close()
-        # term() returns once both copies are out, so they reach the servers
-        # long before the job ends (sent at exit, they could come too late)
         ctx.term()
         print(f'replayed {len(pushes[0])} frames', flush=True)
     kv.barrier()
