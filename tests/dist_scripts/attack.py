@@ -9,14 +9,13 @@ Prints 'values ok' if the stored values are still exactly right.
 """
 import json
 import socket
-import sys
 
 import numpy as np
 import zmq
 
 import d2lmini as mx
 from d2lmini import nd
-from d2lmini.kvstore.dist import wire
+from peer import read_by
 
 kv = mx.kv.create('dist_sync')
 kv.init(7, nd.zeros((10,)))
@@ -41,15 +40,7 @@ if kv.rank == 0:
                                           'key': 7, 'part': 0, 'rank': 0,
                                           'arrays': [['float32', [10]]]}).encode(),
                               np.full(10, 1000, np.float32).tobytes()])
-        # A request the server answers, last on this connection: once its
-        # answer is here, the server has read (and logged) all of the above.
-        # (Else, on a busy machine, it could be told to stop first: it reads
-        # its peers' messages by turns, and the job needs only a few.)
-        chan = wire.Channel(kv._node.cfg.secret)
-        d.send_multipart(chan.pack('hello', dest=address, seq=0))
-        if not d.poll(30000):
-            sys.exit(f'{address} did not answer a hello after the garbage')
-        wire.recv(d, chan)
+        read_by(d, address, kv._node.cfg.secret, 'the garbage')
         dealers.append(d)
 kv.barrier()
 out = nd.zeros((10,))

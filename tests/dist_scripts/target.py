@@ -18,6 +18,7 @@ import zmq
 import d2lmini as mx
 from d2lmini import nd
 from d2lmini.kvstore.dist import wire
+from peer import read_by
 
 go, replay = sys.argv[1], 'replay' in sys.argv[2:]
 sent = []
@@ -51,15 +52,7 @@ for step in range(3):
             d.setsockopt(zmq.LINGER, 0)
             d.connect(f'tcp://{address}')
             d.send_multipart(pushes[0])
-            # Then a request it answers, on the same connection: once the
-            # answer is here, the server has read (and logged) the copy.
-            # (Else a server told to stop could read the stop first: it
-            # reads its peers' messages by turns.)
-            chan = wire.Channel(kv._node.cfg.secret)
-            d.send_multipart(chan.pack('hello', dest=address, seq=0))
-            if not d.poll(30000):
-                sys.exit(f'{address} did not answer a hello after the copy')
-            wire.recv(d, chan)
+            read_by(d, address, kv._node.cfg.secret, 'the copy')
             d.close()
         ctx.term()
         print(f'replayed {len(pushes[0])} frames', flush=True)
