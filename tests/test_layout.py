@@ -12,7 +12,8 @@ import pytest
 import d2lmini as mx
 from d2lmini import autograd, nd
 from d2lmini.ndarray.layout import chwn as _chwn
-from d2lmini.ndarray.nn.convolution import _to_chwn, _conv_geom
+from d2lmini.ndarray.nn.convolution import _conv_geom
+from d2lmini.ndarray.nn.im2col import _to_chwn
 
 
 def stored_chwn(x):

@@ -283,14 +283,14 @@ def test_convolution_in_bands_of_rows_equals_all_at_once(ctx, monkeypatch, dshap
                                                          wshape, kw):
     """cols are built a band of output rows at a time (to stay in the CPU
     cache); any band size gives the same values and gradients."""
-    from d2lmini.ndarray.nn import convolution
+    from d2lmini.ndarray.nn import im2col
     x, w, b = rnd(*dshape), rnd(*wshape, seed=1), rnd(wshape[0], seed=2)
     f = lambda x, w, b: nd.Convolution(x, w, b, **_conv_kwargs(wshape, kw))  # noqa
     head = rnd(*nd.Convolution(nd.array(x), nd.array(w), nd.array(b),
                                **_conv_kwargs(wshape, kw)).shape, seed=3)
-    monkeypatch.setattr(convolution, '_BAND', 1 << 40)        # one band
+    monkeypatch.setattr(im2col, '_BAND', 1 << 40)        # one band
     whole = grads_of(f, x, w, b, ctx=ctx, head=head)
-    monkeypatch.setattr(convolution, '_BAND', 1)              # one row per band
+    monkeypatch.setattr(im2col, '_BAND', 1)              # one row per band
     rows = grads_of(f, x, w, b, ctx=ctx, head=head)
     close(rows[0], whole[0])
     for a, r in zip(rows[1], whole[1]):
