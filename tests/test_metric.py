@@ -58,11 +58,14 @@ def f1_oracle(label, pred_class):
 
 
 def mcc_multiclass_oracle(label, pred_class, k):
-    """sklearn's matthews_corrcoef from the confusion matrix."""
+    """sklearn's matthews_corrcoef from the confusion matrix: 0 where it is
+    undefined (one class only, in the labels or the predictions), as
+    sklearn and MXNet give."""
     cm = confusion(label, pred_class, k)
     t, p = cm.sum(axis=1), cm.sum(axis=0)
     c, s = np.trace(cm), cm.sum()
-    return (c * s - t @ p) / math.sqrt((s * s - p @ p) * (s * s - t @ t))
+    denom = (s * s - p @ p) * (s * s - t @ t)
+    return (c * s - t @ p) / math.sqrt(denom) if denom else 0.0
 
 
 # ------------------------------------------------------------ classification
