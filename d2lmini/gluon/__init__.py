@@ -6,8 +6,9 @@ gives MXNet 1.x's ``gluon`` surface.  ``gluon.data``, ``gluon.Trainer`` and
 """
 import importlib
 
-from .parameter import (Parameter, Constant, ParameterDict,    # noqa: F401
+from .parameter import (Parameter, Constant,                   # noqa: F401
                         DeferredInitializationError)
+from .parameter_dict import ParameterDict                       # noqa: F401
 from .block import Block, HybridBlock, SymbolBlock              # noqa: F401
 from . import nn, loss, rnn, utils                              # noqa: F401
 

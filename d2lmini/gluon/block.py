@@ -51,8 +51,8 @@ from .. import name as _name
 from .. import util as _util
 from .. import ndarray as nd
 from ..ndarray import NDArray
-from .parameter import (DeferredInitializationError, Parameter, ParameterDict,
-                        load_checked)
+from .parameter import DeferredInitializationError, Parameter
+from .parameter_dict import ParameterDict, load_checked
 from . import cached_graph as _cg
 
 __all__ = ['Block', 'HybridBlock', 'SymbolBlock']
