@@ -51,7 +51,7 @@ def test_sym_makes_exactly_the_declared_operators():
     assert set(sym_ops.__all__) == want
     for name in ('reset_arrays', 'save', 'NDArray', 'waitall', 'op_names'):
         assert name not in sym_ops.__all__
-    assert mx.sym.load is mx.symbol.symbol.load         # a Symbol's, not nd's
+    assert mx.sym.load is mx.symbol.loading.load         # a Symbol's, not nd's
     random = set(nd.random.__all__) - set(nd.random.NOT_SYMBOLIC)
     assert {n for n in dir(mx.sym.random) if not n.startswith('_')} == random
 

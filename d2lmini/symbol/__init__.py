@@ -5,7 +5,8 @@ See :mod:`.symbol` for the Symbol, :mod:`.ops` for the operators (every
 and :mod:`.graph` for how a graph is lowered to a plan and run;
 :mod:`.numpy` makes ``sym.np``/``sym.npx``, the NumPy-mode nodes.
 """
-from .symbol import Symbol, Variable, var, Group, load, load_json
+from .symbol import Symbol, Variable, var, Group
+from .loading import load, load_json
 from .ops import *            # noqa: F401,F403 - the operators
 from .ops import random       # noqa: F401
 from . import graph           # noqa: F401
