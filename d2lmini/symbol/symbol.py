@@ -689,3 +689,12 @@ def _fresh_name(name, hint):
     return _name._current().get(name, hint)
 
 
+
+
+def __getattr__(name):
+    """MXNet's path ``symbol.symbol.load`` (and ``load_json``): they live in
+    loading.py, which imports this module."""
+    if name in ('load', 'load_json'):
+        from . import loading
+        return getattr(loading, name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
